@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian machine (as root) for the CPU tier: etcd + NATS from Debian,
+# the project venv with ai-dynamo 1.6.1 / sglang 0.5.21 on a CPU torch. Idempotent: a second
+# run checks a stamp per step and changes nothing.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${HARNESS_VENV:-$ROOT/.venv}"
+REQ="$ROOT/ci/requirements"
+PY="${PYTHON:-python3}"
+log() { printf '[setup %(%H:%M:%S)T] %s\n' -1 "$*"; }
+
+need_apt=()
+command -v etcd >/dev/null || need_apt+=(etcd-server)
+command -v nats-server >/dev/null || need_apt+=(nats-server)
+if ((${#need_apt[@]})); then
+  log "apt: ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # Debian starts the packaged services; the harness runs its own private instances.
+  for svc in etcd nats-server; do
+    systemctl disable --now "$svc" >/dev/null 2>&1 || service "$svc" stop >/dev/null 2>&1 || true
+  done
+fi
+
+[ -x "$VENV/bin/python" ] || { log "venv: $VENV"; "$PY" -m venv "$VENV"; }
+PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
+
+# Each step is stamped with the hash of its inputs, so a rerun with unchanged files is a no-op.
+stamp_dir="$VENV/.harness-stamps"; mkdir -p "$stamp_dir"
+step() {  # step NAME INPUT_FILE... -- COMMAND...
+  local name=$1; shift; local inputs=()
+  while [ "$1" != "--" ]; do inputs+=("$1"); shift; done; shift
+  local sum; sum=$(cat "${inputs[@]}" | sha256sum | cut -c1-16)
+  if [ "$(cat "$stamp_dir/$name" 2>/dev/null)" = "$sum" ]; then return 0; fi
+  log "$name"; "$@"; echo "$sum" >"$stamp_dir/$name"
+}
+
+# torch first and alone: pip takes the CPU wheel from local disk; later steps then see
+# torch==2.13.0 satisfied and never resolve a CUDA build.
+step torch "$REQ/torch.txt" -- "${PIP[@]}" -r "$REQ/torch.txt"
+step runtime "$REQ/torch.txt" "$REQ/dynamo-runtime.txt" -- \
+  "${PIP[@]}" -r "$REQ/dynamo-runtime.txt" -c "$REQ/torch.txt"
+step nodeps "$REQ/dynamo-nodeps.txt" -- "${PIP[@]}" --no-deps -r "$REQ/dynamo-nodeps.txt"
+step harness "$REQ/harness.txt" "$ROOT/pyproject.toml" -- bash -c \
+  "${PIP[*]} -r '$REQ/harness.txt' -c '$REQ/torch.txt' && ${PIP[*]} --no-deps -e '$ROOT'"
+
+"$VENV/bin/python" - <<'PY'
+import torch
+assert "+cpu" in torch.__version__ or not torch.version.cuda, f"CUDA torch crept in: {torch.__version__}"
+PY
+log "ready: $VENV ($(du -sh "$VENV" | cut -f1))"

@@ -1,0 +1,1 @@
+"""Discovery-conformance harness for Dynamo's SGLang backend."""

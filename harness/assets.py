@@ -1,0 +1,35 @@
+"""Model directories per asset key: generated tiny ones (CPU tier) or given paths (GPU tier)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ASSET_KEYS = ("text", "vision-language", "cross-encoder", "diffusion")
+
+
+def cpu_assets(root: Path) -> dict[str, Path]:
+    """Tiny local model dirs: no download, generated in well under a second."""
+    from workers.tiny_models import (
+        write_cross_encoder_model,
+        write_diffusion_model,
+        write_text_model,
+        write_vision_language_model,
+    )
+
+    return {
+        "text": write_text_model(root / "text"),
+        "vision-language": write_vision_language_model(root / "vision-language"),
+        "cross-encoder": write_cross_encoder_model(root / "cross-encoder"),
+        "diffusion": write_diffusion_model(root / "diffusion"),
+    }
+
+
+def gpu_assets(pairs: list[str]) -> dict[str, Path]:
+    """`--model KEY=PATH_OR_HF_ID` options for the GPU tier."""
+    assets: dict[str, Path] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in ASSET_KEYS:
+            raise ValueError(f"--model expects KEY=PATH with KEY in {ASSET_KEYS}, got {pair!r}")
+        assets[key] = Path(value)
+    return assets

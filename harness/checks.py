@@ -1,0 +1,209 @@
+"""Contract checks: pure functions from observed state to violations.
+
+They take what was observed (discovery state, HTTP exchanges, frontend log) and what was
+declared (the topology's expected cards), so each can be unit-tested on hand-made state and
+exercised end to end by the fault-injection self-tests.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+from harness.contract import EMPTY, ExpectedCard
+from harness.http_client import Exchange
+from harness.observer import DiscoveryState
+from harness.records import Instance, ModelCard
+from harness.violations import (
+    BAD_RESPONSE,
+    CARD_WITHOUT_INSTANCE,
+    INCOMPATIBLE_WORKERS,
+    INTERNAL_ADVERTISED,
+    NON_LOOPBACK,
+    STATUS_503,
+    WRONG_CARD,
+    Violation,
+)
+
+GENERATE_ENDPOINT = "generate"
+INCOMPATIBLE_MARKER = "Rejected incompatible workers"
+
+
+class WorkerView(Protocol):
+    """What the checks need to know of a running worker."""
+
+    role: str
+    component: str
+    expected: ExpectedCard
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def tcp_port(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class WorkerRecords:
+    instances: list[Instance]  # every endpoint this worker serves
+    generate: Instance | None  # its generate endpoint in the expected component
+    card: ModelCard | None  # the card registered for that instance
+
+    @property
+    def registered(self) -> bool:
+        return self.generate is not None and self.card is not None
+
+
+def records_for(state: DiscoveryState, namespace: str, worker: WorkerView) -> WorkerRecords:
+    """Find a worker's keys by the TCP port the harness gave it: exact even when several
+    workers share a component."""
+    mine = [i for i in state.instances(namespace) if i.tcp_port == worker.tcp_port]
+    generate = next(
+        (i for i in mine if i.endpoint == GENERATE_ENDPOINT and i.component == worker.component),
+        None,
+    )
+    card = None
+    if generate is not None:
+        card = next(
+            (
+                c
+                for c in state.cards(namespace)
+                if c.instance_id == generate.instance_id
+                and c.component == generate.component
+                and c.endpoint == generate.endpoint
+            ),
+            None,
+        )
+    return WorkerRecords(mine, generate, card)
+
+
+def _normalise_type(model_type: str) -> set[str]:
+    return {part.strip() for part in model_type.split("|") if part.strip()}
+
+
+def compare_card(worker: WorkerView, card: ModelCard, model_name: str) -> list[Violation]:
+    expected = worker.expected
+    who = f"worker '{worker.role}' (pid {worker.pid})"
+    problems: list[Violation] = []
+    actual_types = _normalise_type(card.model_type)
+    wanted_types = _normalise_type(expected.model_type)
+    if actual_types != wanted_types:
+        if not expected.public and actual_types != {EMPTY}:
+            problems.append(
+                Violation(
+                    INTERNAL_ADVERTISED,
+                    worker.role,
+                    f"{who} is internal but registered model type {card.model_type!r} for "
+                    f"'{card.model_name}', which the frontend would advertise to clients "
+                    f"(expected {expected.model_type!r}); card {card.key}",
+                )
+            )
+        else:
+            problems.append(
+                _field(who, worker.role, "model_type", expected.model_type, card.model_type, card)
+            )
+    fields = (
+        ("model_input", expected.model_input, card.model_input),
+        ("worker_type", expected.worker_type, card.worker_type),
+        ("needs", _needs(expected.needs), _needs(card.needs)),
+        ("model name", model_name, card.model_name),
+    )
+    problems += [_field(who, worker.role, n, w, a, card) for n, w, a in fields if w != a]
+    return problems
+
+
+def _needs(needs: tuple[tuple[str, ...], ...]) -> str:
+    groups = sorted("+".join(sorted(g.lower() for g in group)) for group in needs)
+    return " | ".join(groups) or "-"
+
+
+def _field(who: str, role: str, name: str, wanted: str, actual: str, card: ModelCard) -> Violation:
+    return Violation(
+        WRONG_CARD,
+        role,
+        f"{who} registered a card with {name} {actual!r}, expected {wanted!r}; card {card.key}",
+    )
+
+
+def cards_without_instances(state: DiscoveryState, namespace: str) -> list[Violation]:
+    live = {(i.component, i.endpoint, i.instance_id) for i in state.instances(namespace)}
+    return [
+        Violation(
+            CARD_WITHOUT_INSTANCE,
+            None,
+            f"model card {card.key} for '{card.model_name}' has no live instance "
+            f"(no v1/instances/{namespace}/{card.component}/{card.endpoint}/"
+            f"{card.instance_id:x}); the frontend will answer 503 for it",
+        )
+        for card in state.cards(namespace)
+        if (card.component, card.endpoint, card.instance_id) not in live
+    ]
+
+
+_ADDRESS = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d{1,3}){3})(?::\d+)?")
+
+
+def non_loopback_addresses(state: DiscoveryState, namespace: str) -> list[Violation]:
+    """Every IPv4 address a worker advertises in its keys must be 127.0.0.1."""
+    found: list[Violation] = []
+    for key in state.keys(namespace):
+        text = state.raw[key].decode(errors="replace")
+        for address in sorted(set(_ADDRESS.findall(text))):
+            try:
+                ip = ipaddress.ip_address(address)
+            except ValueError:
+                continue
+            if ip != ipaddress.ip_address("127.0.0.1"):
+                found.append(
+                    Violation(
+                        NON_LOOPBACK,
+                        None,
+                        f"{key} advertises {address}, not 127.0.0.1",
+                    )
+                )
+    return found
+
+
+def incompatible_workers(frontend_log: str, model_name: str) -> list[Violation]:
+    lines = [line for line in frontend_log.splitlines() if INCOMPATIBLE_MARKER in line]
+    mine = [line for line in lines if model_name in line] or lines
+    if not mine:
+        return []
+    return [
+        Violation(
+            INCOMPATIBLE_WORKERS,
+            None,
+            f"the frontend rejected workers of '{model_name}' as incompatible (cards with the same "
+            "name but a different checksum; the rejected worker gets no traffic):\n"
+            + "\n".join(f"    | {line}" for line in mine[-5:]),
+        )
+    ]
+
+
+def bad_exchanges(exchanges: list[Exchange]) -> list[Violation]:
+    """Any 503 after readiness, and any 404/5xx for the (listed) model."""
+    problems: list[Violation] = []
+    after = [e for e in exchanges if e.after_ready]
+    unavailable = [e for e in after if e.status == 503]
+    if unavailable:
+        problems.append(
+            Violation(
+                STATUS_503,
+                None,
+                f"{len(unavailable)} response(s) with 503 after the topology was ready:\n"
+                + "\n".join(f"    {e.describe()}" for e in unavailable),
+            )
+        )
+    errors = [e for e in after if e.status == 404 or (e.status >= 500 and e.status != 503)]
+    if errors:
+        problems.append(
+            Violation(
+                BAD_RESPONSE,
+                None,
+                f"{len(errors)} error response(s) for a listed model:\n"
+                + "\n".join(f"    {e.describe()}" for e in errors),
+            )
+        )
+    return problems

@@ -1,0 +1,507 @@
+"""Deploy one topology against the session's etcd, NATS and frontend, and judge it.
+
+A Deployment starts every worker at once (some wait for their peers before registering),
+waits on etcd watch events until each has its instance and model card, waits until the
+frontend lists each public model, then lets the test send requests. Every finding is a
+`Violation`; `ContractFailure` carries all of them at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from harness import checks
+from harness.contract import ExpectedCard
+from harness.deadline import Deadline
+from harness.frontend import Frontend
+from harness.http_client import RecordingClient
+from harness.infra import Endpoints
+from harness.loopback import ProcessPorts, dynamo_env
+from harness.observer import DiscoveryObserver, DiscoveryState
+from harness.processes import ManagedProcess, stop_all
+from harness.requests import Reply, send
+from harness.timeline import WorkerTimeline
+from harness.topology import Topology, WorkerSpec
+from harness.violations import (
+    BAD_CONTENT,
+    BAD_RESPONSE,
+    LISTED_EARLY,
+    NEVER_LISTED,
+    NEVER_REGISTERED,
+    WORKER_EXITED,
+    ContractFailure,
+    Violation,
+)
+from workers.launch import LaunchRequest, worker_argv
+
+
+@dataclass(frozen=True)
+class Settings:
+    tier: str = "cpu"
+    register_deadline_s: float = 120.0  # for a worker to serve and register at all
+    card_grace_s: float = 20.0  # instance without card, once every peer serves, for this long
+    list_deadline_s: float = 30.0  # from the last card to the model in /v1/models
+    stop_grace_s: float = 15.0
+
+
+@dataclass
+class Session:
+    """What all deployments of a test session share."""
+
+    endpoints: Endpoints
+    frontend: Frontend
+    observer: DiscoveryObserver
+    assets: dict[str, Path]
+    workdir: Path
+    settings: Settings
+
+
+@dataclass
+class Worker:
+    spec: WorkerSpec
+    proc: ManagedProcess
+    ports: ProcessPorts
+    fault: str | None
+
+    @property
+    def role(self) -> str:
+        return self.spec.role
+
+    @property
+    def component(self) -> str:
+        return self.spec.component
+
+    @property
+    def expected(self) -> ExpectedCard:
+        return self.spec.card
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def tcp_port(self) -> int:
+        return self.ports.tcp_rpc
+
+
+@dataclass
+class _ListingWatch:
+    """Polls /v1/models while workers register, to see *when* the model appears, and reads
+    etcd directly at that moment: a worker card missing from etcd then is proof that the
+    frontend listed the model before its topology was complete (never a false alarm)."""
+
+    base_url: str
+    model_name: str
+    missing_cards_now: Callable[[], list[str]]
+    listed_at: float | None = None  # wall time
+    missing_when_listed: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="listing-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.base_url, timeout=2.0) as client:
+            while not self._stop.is_set():
+                if self.listed(client):
+                    self.missing_when_listed = self.missing_cards_now()
+                    self.listed_at = time.time()
+                    return
+                self._stop.wait(0.05)
+
+    def listed(self, client: httpx.Client) -> bool:
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            data = client.get("/v1/models").json().get("data", [])
+            return any(m.get("id") == self.model_name for m in data)
+        return False
+
+    def wait(self, deadline: Deadline) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout=deadline.remaining)
+        return self.listed_at is not None
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+class Deployment:
+    def __init__(
+        self,
+        topology: Topology,
+        session: Session,
+        faults: dict[str, str] | None = None,
+        fault_delay_s: float = 0.0,
+        strict: bool = False,
+    ) -> None:
+        self.topology = topology
+        self.session = session
+        self.faults = dict(faults or {})
+        unknown = set(self.faults) - {w.role for w in topology.workers}
+        if unknown:
+            raise ValueError(f"faults for roles not in {topology.name}: {sorted(unknown)}")
+        self.fault_delay_s = fault_delay_s
+        self.strict = strict  # self-tests see known violations too
+        self.known_seen: list[tuple[Violation, str]] = []
+        suffix = uuid.uuid4().hex[:6]
+        self.namespace = f"h-{topology.name}-{suffix}"
+        self.model_name = f"{topology.name}-{suffix}"
+        self.workdir = session.workdir / "deployments" / self.namespace
+        self.workers: list[Worker] = []
+        self.client = RecordingClient(session.frontend.base_url)
+        self.replies: list[Reply] = []
+        self._frontend_log_offset = session.frontend.log_offset()
+        self._listing = _ListingWatch(
+            session.frontend.base_url, self.model_name, self._roles_without_card_in_etcd
+        )
+        self._killed: set[str] = set()
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> Deployment:
+        for spec in self.topology.workers:
+            self.workers.append(self._launch(spec))
+        if self.topology.public_workers:
+            self._listing.start()
+        return self
+
+    def _launch(self, spec: WorkerSpec) -> Worker:
+        process_ports = ProcessPorts.allocate()
+        fault = self.faults.get(spec.role)
+        request = LaunchRequest(
+            spec=spec,
+            model_path=self.session.assets[spec.model],
+            model_name=self.model_name,
+            namespace=self.namespace,
+            bootstrap_port=process_ports.bootstrap,
+            media_dir=self.workdir / "media",
+            fault=fault,
+            fault_delay_s=self.fault_delay_s,
+        )
+        env = dynamo_env(
+            etcd_endpoint=self.session.endpoints.etcd,
+            nats_url=self.session.endpoints.nats,
+            process_ports=process_ports,
+            tmpdir=self.workdir / "tmp" / spec.role,
+        )
+        proc = ManagedProcess(
+            role=spec.role,
+            argv=worker_argv(self.session.settings.tier, request),
+            env=env,
+            log_path=self.workdir / "logs" / f"{spec.role}.log",
+            cwd=Path(__file__).resolve().parent.parent,
+        ).start()
+        return Worker(spec, proc, process_ports, fault)
+
+    def stop(self) -> None:
+        self._listing.stop()
+        stop_all([w.proc for w in self.workers], grace=self.session.settings.stop_grace_s)
+        self.client.close()
+
+    def kill(self, role: str) -> None:
+        """SIGKILL one worker (self-tests): its keys stay until the lease expires."""
+        worker = self.worker(role)
+        self._killed.add(role)
+        with contextlib.suppress(ProcessLookupError):
+            import os
+
+            os.killpg(worker.pid, signal.SIGKILL)
+        worker.proc.popen_wait(5)
+
+    def worker(self, role: str) -> Worker:
+        return next(w for w in self.workers if w.role == role)
+
+    # -- readiness -------------------------------------------------------------------------
+    def await_ready(self) -> Deployment:
+        """Every worker registered as declared and every public model listed, or fail."""
+        violations = self._await_registration()
+        state = self.session.observer.state()
+        violations += self._card_checks(state)
+        if not any(v.kind in (NEVER_REGISTERED, WORKER_EXITED) for v in violations):
+            violations += self._await_listing()
+        violations = self._without_known(violations)
+        if violations:
+            raise ContractFailure(self.topology.name, violations)
+        self.client.mark_ready()
+        return self
+
+    def _await_registration(self) -> list[Violation]:
+        settings = self.session.settings
+        deadline = Deadline(settings.register_deadline_s)
+        observer = self.session.observer
+        serving_since: dict[str, float] = {}
+
+        def dead_worker() -> None:
+            for worker in self.workers:
+                if not worker.proc.alive():
+                    raise _Exited(worker)
+
+        def probe(state: DiscoveryState) -> _Verdict | None:
+            records = {w.role: checks.records_for(state, self.namespace, w) for w in self.workers}
+            if all(r.registered for r in records.values()):
+                return _Verdict([])
+            if all(r.generate is not None for r in records.values()):
+                now = time.monotonic()
+                overdue = []
+                for worker in self.workers:
+                    if not records[worker.role].registered:
+                        since = serving_since.setdefault(worker.role, now)
+                        if now - since > settings.card_grace_s:
+                            overdue.append(worker)
+                return _Verdict(overdue) if overdue else None
+            return None
+
+        try:
+            verdict = observer.wait_for(probe, deadline, guard=dead_worker)
+        except _Exited as exited:
+            return [self._exited(exited.worker, "its model card")]
+        if verdict is not None and not verdict.overdue:
+            return []
+        state = observer.state()
+        missing = (
+            verdict.overdue
+            if verdict
+            else [
+                w
+                for w in self.workers
+                if not checks.records_for(state, self.namespace, w).registered
+            ]
+        )
+        waited = (
+            f"{settings.card_grace_s:.0f} s after every peer was serving"
+            if verdict
+            else f"{deadline.seconds:.0f} s"
+        )
+        return [self._never_registered(w, state, waited) for w in missing]
+
+    def _card_checks(self, state: DiscoveryState) -> list[Violation]:
+        found: list[Violation] = []
+        for worker in self.workers:
+            card = checks.records_for(state, self.namespace, worker).card
+            if card is not None:
+                found += checks.compare_card(worker, card, self.model_name)
+        found += checks.cards_without_instances(state, self.namespace)
+        found += checks.non_loopback_addresses(state, self.namespace)
+        return found
+
+    def _roles_without_card_in_etcd(self) -> list[str]:
+        ns = self.namespace
+        state = self.session.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
+        return [w.role for w in self.workers if not checks.records_for(state, ns, w).registered]
+
+    def _await_listing(self) -> list[Violation]:
+        """Listed in /v1/models, then a real request of the topology's first kind answered
+        200 (readiness is a served request, not an open port or a listing)."""
+        if not self.topology.public_workers:
+            return []
+        deadline = Deadline(self.session.settings.list_deadline_s)
+        public_role = self.topology.public_workers[0].role
+        if not self._listing.wait(deadline):
+            self._listing.stop()
+            probe = self.send_unrecorded(self.topology.requests[0])
+            return [
+                Violation(
+                    NEVER_LISTED,
+                    public_role,
+                    f"model '{self.model_name}' never appeared in GET /v1/models within "
+                    f"{deadline.seconds:.0f} s of every worker registering; a "
+                    f"{probe.kind} request got {probe.status}: {probe.body[:300]}\n"
+                    f"{self._keys_summary()}",
+                )
+            ]
+        probes = self._probe_until_served(deadline)
+        found = self._listed_early(probes)
+        if not probes or probes[-1].status != 200:
+            last = probes[-1] if probes else None
+            found.append(
+                Violation(
+                    BAD_RESPONSE,
+                    public_role,
+                    f"model '{self.model_name}' is listed but never served a "
+                    f"{self.topology.requests[0]} request within {deadline.seconds:.0f} s; "
+                    "last answer: "
+                    f"{last.describe() if last else 'none'}",
+                )
+            )
+        return found
+
+    def _probe_until_served(self, deadline: Deadline) -> list[Reply]:
+        probes: list[Reply] = []
+        guard = self.workers[0].proc
+        while not deadline.expired:
+            probes.append(self.send_unrecorded(self.topology.requests[0]))
+            if probes[-1].status == 200 or not all(w.proc.alive() for w in self.workers):
+                break
+            guard.popen_wait(deadline.slice(0.1))
+        return probes
+
+    def _listed_early(self, probes: list[Reply]) -> list[Violation]:
+        evidence = []
+        if self._listing.missing_when_listed:
+            evidence.append(
+                "etcd had no model card yet for "
+                + ", ".join(f"'{r}'" for r in self._listing.missing_when_listed)
+                + " when the model first appeared in /v1/models"
+            )
+        not_found = [p for p in probes if p.status == 404]
+        if not_found:
+            evidence.append(
+                f"{len(not_found)} request(s) for the listed model got 404 "
+                f"({not_found[0].body[:120]})"
+            )
+        if not evidence:
+            return []
+        return [
+            Violation(
+                LISTED_EARLY,
+                None,
+                f"model '{self.model_name}' was listed before its topology could serve it: "
+                + "; ".join(evidence)
+                + "; clients see the model but their requests fail",
+            )
+        ]
+
+    # -- traffic and verdict ---------------------------------------------------------------
+    def send(self, kind: str) -> Reply:
+        reply = send(kind, self.client, self.model_name)
+        self.replies.append(reply)
+        return reply
+
+    def send_unrecorded(self, kind: str) -> Reply:
+        """A readiness probe: its exchange is recorded but it is not one of the test's replies."""
+        return send(kind, self.client, self.model_name)
+
+    def verify(self) -> None:
+        """Raise ContractFailure for anything wrong since readiness."""
+        violations: list[Violation] = []
+        for worker in self.workers:
+            if not worker.proc.alive() and worker.role not in self._killed:
+                violations.append(self._exited(worker, "nothing (it had registered)"))
+        violations += checks.bad_exchanges(self.client.exchanges)
+        violations += [
+            Violation(BAD_CONTENT, None, f"request judged bad: {r.describe()}")
+            for r in self.replies
+            if not r.ok and r.status == 200
+        ]
+        violations += checks.incompatible_workers(
+            self.session.frontend.log_since(self._frontend_log_offset), self.model_name
+        )
+        state = self.session.observer.state()
+        violations += checks.non_loopback_addresses(state, self.namespace)
+        violations = self._without_known(violations)
+        if violations:
+            raise ContractFailure(self.topology.name, violations)
+
+    def _without_known(self, violations: list[Violation]) -> list[Violation]:
+        """Set aside the violations this Dynamo release is declared to show (unless strict)."""
+        if self.strict:
+            return violations
+        version = dynamo_version()
+        kept = []
+        for violation in violations:
+            known = next(
+                (
+                    k
+                    for k in self.topology.known_violations
+                    if k.kind == violation.kind and k.applies_to(version)
+                ),
+                None,
+            )
+            if known is None:
+                kept.append(violation)
+            else:
+                self.known_seen.append((violation, known.reason))
+        return kept
+
+    # -- diagnosis -------------------------------------------------------------------------
+    def _keys_summary(self) -> str:
+        state = self.session.observer.state()
+        keys = [k for k in state.keys(self.namespace) if "/instances/" in k or "/mdc/" in k]
+        return (
+            "etcd keys in namespace "
+            + self.namespace
+            + ":\n"
+            + ("\n".join(f"    {k}" for k in keys) or "    (none)")
+        )
+
+    def _never_registered(self, worker: Worker, state: DiscoveryState, waited: str) -> Violation:
+        records = checks.records_for(state, self.namespace, worker)
+        cards = [c.key for c in state.cards(self.namespace)]
+        instance_keys = [i.key for i in records.instances]
+        what = (
+            "serving but without a model card"
+            if records.generate
+            else f"no instance of {self.namespace}/{worker.component}/generate"
+        )
+        return Violation(
+            NEVER_REGISTERED,
+            worker.role,
+            f"worker '{worker.role}' (pid {worker.pid}) never registered ({what}): "
+            f"waiting for its model card at v1/mdc/{self.namespace}/{worker.component}/generate/…; "
+            f"instance keys {instance_keys}, model cards {cards}, waited {waited}; "
+            f"last log lines:\n{worker.proc.log_tail()}",
+        )
+
+    def _exited(self, worker: Worker, waiting_for: str) -> Violation:
+        return Violation(
+            WORKER_EXITED,
+            worker.role,
+            f"worker '{worker.role}' (pid {worker.pid}) exited with code "
+            f"{worker.proc.returncode} while waiting for {waiting_for}; "
+            f"{self._keys_summary()}\nlast log lines:\n{worker.proc.log_tail()}",
+        )
+
+    # -- timeline --------------------------------------------------------------------------
+    def timeline(self) -> list[WorkerTimeline]:
+        observer = self.session.observer
+        state = observer.state()
+        first_ok = next(
+            (e.wall_time for e in self.client.exchanges if e.status == 200 and e.after_ready),
+            None,
+        )
+        rows = []
+        for worker in self.workers:
+            records = checks.records_for(state, self.namespace, worker)
+            instance = observer.first_put(records.generate.key) if records.generate else None
+            card = observer.first_put(records.card.key) if records.card else None
+            rows.append(
+                WorkerTimeline(
+                    role=worker.role,
+                    pid=worker.pid,
+                    started=worker.proc.started_wall,
+                    instance_at=instance.wall_time if instance else None,
+                    card_at=card.wall_time if card else None,
+                    listed_at=self._listing.listed_at,
+                    first_ok_at=first_ok,
+                )
+            )
+        return rows
+
+
+def dynamo_version() -> str:
+    try:
+        return importlib.metadata.version("ai-dynamo")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@dataclass
+class _Verdict:
+    overdue: list[Worker]
+
+
+class _Exited(Exception):
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker

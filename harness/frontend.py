@@ -1,0 +1,70 @@
+"""The real Dynamo frontend (`python -m dynamo.frontend`) on 127.0.0.1 and a free port."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from harness import ports
+from harness.deadline import Deadline
+from harness.infra import Endpoints
+from harness.loopback import LOOPBACK, ProcessPorts, dynamo_env
+from harness.processes import ManagedProcess
+
+READY_DEADLINE_S = 60.0
+
+
+@dataclass
+class Frontend:
+    proc: ManagedProcess
+    base_url: str
+
+    def log_since(self, offset: int) -> str:
+        """Frontend log written after byte `offset` (one scenario's share of a shared log)."""
+        with contextlib.suppress(FileNotFoundError), open(self.proc.log_path, "rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace")
+        return ""
+
+    def log_offset(self) -> int:
+        try:
+            return self.proc.log_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+
+def _live(base_url: str) -> bool:
+    with contextlib.suppress(httpx.HTTPError):
+        return httpx.get(f"{base_url}/live", timeout=1.0).status_code == 200
+    return False
+
+
+def start_frontend(endpoints: Endpoints, workdir: Path) -> Frontend:
+    http_port = ports.allocate_one()
+    base_url = f"http://{LOOPBACK}:{http_port}"
+    env = dynamo_env(
+        etcd_endpoint=endpoints.etcd,
+        nats_url=endpoints.nats,
+        process_ports=ProcessPorts.allocate(),
+        tmpdir=workdir / "tmp" / "frontend",
+    )
+    proc = ManagedProcess(
+        role="frontend",
+        argv=[
+            sys.executable,
+            "-m",
+            "dynamo.frontend",
+            "--http-host",
+            LOOPBACK,
+            "--http-port",
+            str(http_port),
+        ],
+        env=env,
+        log_path=workdir / "logs" / "frontend.log",
+    ).start()
+    proc.wait_until(lambda: _live(base_url), f"GET {base_url}/live", Deadline(READY_DEADLINE_S))
+    return Frontend(proc=proc, base_url=base_url)

@@ -1,0 +1,99 @@
+"""An HTTP client for the frontend that never retries and remembers every response.
+
+Retries would hide exactly the failures we are here to see (vLLM's test server does the same).
+Every exchange is recorded with its time, so a scenario can fail on any 503 that came after
+it was declared ready and list each one.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+
+@dataclass(frozen=True)
+class Exchange:
+    wall_time: float
+    method: str
+    path: str
+    status: int
+    body: str
+    after_ready: bool
+
+    def describe(self) -> str:
+        stamp = time.strftime("%H:%M:%S", time.localtime(self.wall_time))
+        frac = f"{self.wall_time % 1:.3f}"[1:]
+        return f"{stamp}{frac} {self.method} {self.path} -> {self.status}: {self.body[:300]}"
+
+
+class RecordingClient:
+    """httpx with retries off; `exchanges` holds every request's outcome."""
+
+    def __init__(self, base_url: str, timeout: float = 120.0) -> None:
+        transport = httpx.HTTPTransport(retries=0)
+        self._client = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
+        self.base_url = base_url
+        self.exchanges: list[Exchange] = []
+        self._ready_at: float | None = None
+        self._lock = threading.Lock()
+
+    def mark_ready(self) -> None:
+        """From now on every 503 counts as a violation."""
+        self._ready_at = time.time()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready_at is not None
+
+    def _record(self, method: str, path: str, status: int, body: str) -> None:
+        with self._lock:
+            self.exchanges.append(
+                Exchange(time.time(), method, path, status, body, after_ready=self.ready)
+            )
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        reply = self._client.request(method, path, **kwargs)
+        self._record(method, path, reply.status_code, reply.text)
+        return reply
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("GET", path, **kwargs)
+
+    def post_json(self, path: str, payload: dict[str, Any]) -> httpx.Response:
+        return self.request("POST", path, json=payload)
+
+    def stream_sse(self, path: str, payload: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+        """POST a streaming request; return the status and the decoded `data:` events."""
+        events: list[dict[str, Any]] = []
+        raw: list[str] = []
+        with self._client.stream("POST", path, json=payload) as reply:
+            status = reply.status_code
+            for line in _lines(reply):
+                raw.append(line)
+                if line.startswith("data:"):
+                    data = line[len("data:") :].strip()
+                    if data and data != "[DONE]":
+                        events.append(json.loads(data))
+        self._record("POST", path + " (stream)", status, "\n".join(raw))
+        return status, events
+
+    def after_ready(self, status: int) -> list[Exchange]:
+        with self._lock:
+            return [e for e in self.exchanges if e.after_ready and e.status == status]
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _lines(reply: httpx.Response) -> Iterator[str]:
+    if reply.status_code != 200:
+        reply.read()
+        yield from reply.text.splitlines()
+        return
+    yield from reply.iter_lines()

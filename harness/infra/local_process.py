@@ -1,0 +1,96 @@
+"""etcd and nats-server as local processes: private data dirs, free ports, loopback only."""
+
+from __future__ import annotations
+
+import platform
+import shutil
+from pathlib import Path
+
+from harness import ports
+from harness.deadline import Deadline
+from harness.infra.base import Endpoints, InfraUnavailable, etcd_healthy, nats_connects
+from harness.processes import ManagedProcess, stop_all
+
+START_DEADLINE_S = 30.0
+
+
+def _etcd_env() -> dict[str, str]:
+    env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}
+    if platform.machine() in ("aarch64", "arm64"):
+        env["ETCD_UNSUPPORTED_ARCH"] = "arm64"  # etcd 3.4 refuses to start on arm64 without it
+    return env
+
+
+class LocalProcessProvider:
+    name = "process"
+
+    def __init__(self) -> None:
+        self._procs: list[ManagedProcess] = []
+
+    def unavailable_reason(self) -> str | None:
+        missing = [b for b in ("etcd", "nats-server") if shutil.which(b) is None]
+        if missing:
+            return (
+                f"{' and '.join(missing)} not on PATH "
+                "(Debian: apt-get install etcd-server nats-server; or run ci/setup.sh)"
+            )
+        return None
+
+    def start(self, workdir: Path) -> Endpoints:
+        reason = self.unavailable_reason()
+        if reason:
+            raise InfraUnavailable(f"process infra: {reason}")
+        client, peer, nats_port, nats_monitor = ports.allocate(4)
+        etcd_url = f"http://127.0.0.1:{client}"
+        nats_url = f"nats://127.0.0.1:{nats_port}"
+        etcd = ManagedProcess(
+            role="etcd",
+            argv=[
+                shutil.which("etcd") or "etcd",
+                "--name",
+                "harness",
+                "--data-dir",
+                str(workdir / "etcd-data"),
+                "--listen-client-urls",
+                etcd_url,
+                "--advertise-client-urls",
+                etcd_url,
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{peer}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{peer}",
+                "--initial-cluster",
+                f"harness=http://127.0.0.1:{peer}",
+                "--log-level",
+                "warn",
+            ],
+            env=_etcd_env(),
+            log_path=workdir / "logs" / "etcd.log",
+        ).start()
+        self._procs.append(etcd)
+        nats = ManagedProcess(
+            role="nats-server",
+            argv=[
+                shutil.which("nats-server") or "nats-server",
+                "-a",
+                "127.0.0.1",
+                "-p",
+                str(nats_port),
+                "-m",
+                str(nats_monitor),
+                "-js",
+                "-sd",
+                str(workdir / "nats-data"),
+            ],
+            env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"},
+            log_path=workdir / "logs" / "nats.log",
+        ).start()
+        self._procs.append(nats)
+        deadline = Deadline(START_DEADLINE_S)
+        etcd.wait_until(lambda: etcd_healthy(etcd_url), f"GET {etcd_url}/health", deadline)
+        nats.wait_until(lambda: nats_connects(nats_url), f"NATS connect {nats_url}", deadline)
+        return Endpoints(etcd=etcd_url, nats=nats_url, provider=self.name)
+
+    def stop(self) -> None:
+        stop_all(self._procs, grace=5.0)
+        self._procs.clear()

@@ -1,0 +1,84 @@
+"""The environment that keeps every Dynamo process on 127.0.0.1 and offline.
+
+Dynamo picks hosts and ports for its TCP request plane, response streams, system server and
+event plane from the environment; left alone it binds 0.0.0.0 and random ports. This module
+builds one environment per process with every address pinned to loopback and every port
+taken from the harness's allocator.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import ports
+
+LOOPBACK = "127.0.0.1"
+
+# Variables inherited from the caller's shell that would silently change what we test.
+_SCRUBBED = (
+    "DYN_NAMESPACE",  # the frontend reads it too: it would scope discovery to one namespace
+    "DYN_DISCOVERY_BACKEND",
+    "DYN_REQUEST_PLANE",
+    "ETCD_ENDPOINTS",
+    "NATS_SERVER",
+    "CUDA_VISIBLE_DEVICES",
+    "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION",
+)
+
+
+@dataclass(frozen=True)
+class ProcessPorts:
+    """The ports one Dynamo process listens on."""
+
+    tcp_rpc: int
+    tcp_response_stream: int
+    system: int
+    bootstrap: int
+
+    @classmethod
+    def allocate(cls) -> ProcessPorts:
+        return cls(*ports.allocate(4))
+
+    def all(self) -> list[int]:
+        return [self.tcp_rpc, self.tcp_response_stream, self.system, self.bootstrap]
+
+
+def dynamo_env(
+    *,
+    etcd_endpoint: str,
+    nats_url: str,
+    process_ports: ProcessPorts,
+    tmpdir: Path,
+    extra: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """Environment for one frontend or worker process."""
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    env.update(
+        {
+            "ETCD_ENDPOINTS": etcd_endpoint,
+            "NATS_SERVER": nats_url,
+            "DYN_DISCOVERY_BACKEND": "etcd",
+            "DYN_TCP_RPC_HOST": LOOPBACK,
+            "DYN_TCP_RESPONSE_STREAM_HOST": LOOPBACK,
+            "DYN_SYSTEM_HOST": LOOPBACK,
+            "DYN_EVENT_PLANE_HOST": LOOPBACK,
+            "SGLANG_HOST_IP": LOOPBACK,
+            "DYN_EVENT_PLANE": "nats",
+            "DYN_TCP_RPC_PORT": str(process_ports.tcp_rpc),
+            "DYN_TCP_RESPONSE_STREAM_PORT": str(process_ports.tcp_response_stream),
+            "DYN_SYSTEM_PORT": str(process_ports.system),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_HOME": str(tmpdir / "hf"),
+            "TMPDIR": str(tmpdir),
+            "OMP_NUM_THREADS": "1",
+            "PYTHONUNBUFFERED": "1",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
+    )
+    env.update(extra or {})
+    return env

@@ -1,0 +1,237 @@
+"""The pytest plugin: options, markers, session infrastructure, the `deploy` fixture, reports.
+
+Registered through the `pytest11` entry point (and loaded by the project's conftest), so
+any test can ask for `deploy` and get a topology running against real etcd, NATS, the real
+frontend and real dynamo.sglang workers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.assets import cpu_assets, gpu_assets
+from harness.deploy import Deployment, Session, Settings
+from harness.frontend import start_frontend
+from harness.infra import PROVIDERS, Endpoints, select_provider
+from harness.observer import DiscoveryObserver
+from harness.processes import install_cleanup_handlers
+from harness.timeline import HEADER, WorkerTimeline
+from harness.topology import Topology
+from harness.violations import Violation
+
+MARKERS = {
+    "sglang": "exercises dynamo.sglang workers",
+    "multimodal": "multimodal topologies (encoder + PD / P / D)",
+    "e2e": "end to end: real etcd, NATS, frontend and workers",
+    "unit": "the harness's own unit tests (no processes)",
+    "gpu_0": "CPU tier: needs no GPU",
+    "gpu_1": "GPU tier: needs one GPU",
+    "gpu_2": "GPU tier: needs two or more GPUs",
+    "pre_merge": "runs on every change",
+    "nightly": "the long matrix; skipped unless selected with -m",
+    "selftest": "fault-injection self-tests of the harness's own checks",
+}
+_TIMELINES = pytest.StashKey[list[tuple[str, list[WorkerTimeline]]]]()
+_KNOWN = pytest.StashKey[list[tuple[str, Violation, str]]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("discovery-harness")
+    group.addoption(
+        "--infra",
+        default=os.environ.get("HARNESS_INFRA", "auto"),
+        choices=["auto", *PROVIDERS],
+        help="where etcd and NATS come from (default: external, docker, process)",
+    )
+    group.addoption(
+        "--tier",
+        default="cpu",
+        choices=["cpu", "gpu"],
+        help="cpu: CPU stand-ins for sglang's GPU classes; gpu: real engines",
+    )
+    group.addoption(
+        "--model",
+        action="append",
+        default=[],
+        metavar="KEY=PATH",
+        help="GPU tier model per asset key (text, vision-language, ...)",
+    )
+    group.addoption(
+        "--register-deadline",
+        type=float,
+        default=120.0,
+        help="seconds for each worker to serve and register (default 120)",
+    )
+    group.addoption(
+        "--card-grace",
+        type=float,
+        default=20.0,
+        help="seconds a serving worker may lack its card once all peers serve",
+    )
+    group.addoption(
+        "--list-deadline",
+        type=float,
+        default=30.0,
+        help="seconds from registration to the model in /v1/models",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    config.stash[_TIMELINES] = []
+    config.stash[_KNOWN] = []
+    install_cleanup_handlers()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Self-tests run only when -m names them (or, for pre_merge ones, with no -m at all);
+    nightly items only when -m is given."""
+    expression = config.getoption("markexpr") or ""
+    keep, drop = [], []
+    for item in items:
+        is_selftest = item.get_closest_marker("selftest") is not None
+        nightly = item.get_closest_marker("nightly") is not None
+        if (expression and is_selftest and "selftest" not in expression) or (
+            not expression and nightly
+        ):
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def topology_param(topology: Topology, *extra_marks: pytest.MarkDecorator) -> object:
+    marks = [getattr(pytest.mark, m) for m in topology.marks]
+    marks.append(pytest.mark.timeout(topology.timeout_s))
+    return pytest.param(topology, id=topology.name, marks=[*marks, *extra_marks])
+
+
+# -- session fixtures ------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def harness_settings(pytestconfig: pytest.Config) -> Settings:
+    return Settings(
+        tier=pytestconfig.getoption("tier"),
+        register_deadline_s=pytestconfig.getoption("register_deadline"),
+        card_grace_s=pytestconfig.getoption("card_grace"),
+        list_deadline_s=pytestconfig.getoption("list_deadline"),
+    )
+
+
+@pytest.fixture(scope="session")
+def harness_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("harness")
+
+
+@pytest.fixture(scope="session")
+def infra_endpoints(pytestconfig: pytest.Config, harness_workdir: Path) -> Iterator[Endpoints]:
+    provider = select_provider(pytestconfig.getoption("infra"))
+    endpoints = provider.start(harness_workdir / "infra")
+    try:
+        yield endpoints
+    finally:
+        provider.stop()
+
+
+@pytest.fixture(scope="session")
+def discovery_observer(infra_endpoints: Endpoints) -> Iterator[DiscoveryObserver]:
+    observer = DiscoveryObserver(infra_endpoints.etcd).start()
+    try:
+        yield observer
+    finally:
+        observer.stop()
+
+
+@pytest.fixture(scope="session")
+def model_assets(pytestconfig: pytest.Config, harness_workdir: Path) -> dict[str, Path]:
+    if pytestconfig.getoption("tier") == "gpu":
+        return gpu_assets(pytestconfig.getoption("model"))
+    return cpu_assets(harness_workdir / "models")
+
+
+@pytest.fixture(scope="session")
+def harness_session(
+    infra_endpoints: Endpoints,
+    discovery_observer: DiscoveryObserver,
+    model_assets: dict[str, Path],
+    harness_settings: Settings,
+    harness_workdir: Path,
+) -> Iterator[Session]:
+    frontend = start_frontend(infra_endpoints, harness_workdir)
+    try:
+        yield Session(
+            infra_endpoints,
+            frontend,
+            discovery_observer,
+            model_assets,
+            harness_workdir,
+            harness_settings,
+        )
+    finally:
+        frontend.proc.stop(grace=10)
+
+
+# -- the deploy fixture ----------------------------------------------------------------------
+DeployFn = Callable[..., Deployment]
+
+
+@pytest.fixture
+def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator[DeployFn]:
+    """`deploy(topology, faults={role: fault}, fault_delay_s=0)`: start it and wait until
+    it is ready (raises ContractFailure otherwise). Everything started is stopped after."""
+    started: list[Deployment] = []
+
+    def _deploy(
+        topology: Topology,
+        faults: dict[str, str] | None = None,
+        fault_delay_s: float = 0.0,
+        strict: bool = False,
+    ) -> Deployment:
+        if faults and harness_session.settings.tier != "cpu":
+            pytest.skip("fault injection needs the CPU tier")
+        deployment = Deployment(topology, harness_session, faults, fault_delay_s, strict)
+        started.append(deployment)
+        return deployment.start().await_ready()
+
+    try:
+        yield _deploy
+    finally:
+        for deployment in started:
+            _record_timeline(request, deployment)
+            deployment.stop()
+
+
+def _record_timeline(request: pytest.FixtureRequest, deployment: Deployment) -> None:
+    rows = deployment.timeline()
+    for row in rows:
+        for step, offset in row.offsets().items():
+            request.node.user_properties.append((f"timeline.{row.role}.{step}_s", offset))
+    request.config.stash[_TIMELINES].append((request.node.nodeid, rows))
+    for violation, reason in deployment.known_seen:
+        request.node.user_properties.append(("known_violation", f"{violation.kind}: {reason}"))
+        request.config.stash[_KNOWN].append((request.node.nodeid, violation, reason))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    known = terminalreporter.config.stash.get(_KNOWN, [])
+    if known:
+        terminalreporter.section("known violations of this Dynamo release (reported, not failed)")
+        for nodeid, violation, reason in known:
+            terminalreporter.write_line(f"{nodeid}: [{violation.kind}] {reason}")
+            terminalreporter.write_line(f"    seen: {violation.message[:300]}")
+    timelines = terminalreporter.config.stash.get(_TIMELINES, [])
+    if not timelines:
+        return
+    terminalreporter.section("registration timeline (seconds after each process start)")
+    terminalreporter.write_line(f"{'test':<60} {HEADER}")
+    for nodeid, rows in timelines:
+        for row in rows:
+            terminalreporter.write_line(f"{nodeid[-60:]:<60} {row.row()}")
+    terminalreporter.write_line(f"(recorded {time.strftime('%H:%M:%S')})")

@@ -1,0 +1,62 @@
+"""Contract violations: each a kind the self-tests inject, with a message a person can act on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+WORKER_EXITED = "worker-exited"
+NEVER_REGISTERED = "never-registered"
+CARD_WITHOUT_INSTANCE = "card-without-instance"
+WRONG_CARD = "wrong-card"
+INTERNAL_ADVERTISED = "internal-advertised"
+NEVER_LISTED = "public-model-never-listed"
+LISTED_EARLY = "listed-before-topology-complete"
+INCOMPATIBLE_WORKERS = "incompatible-workers"
+STATUS_503 = "503-after-ready"
+BAD_RESPONSE = "error-for-listed-model"
+BAD_CONTENT = "bad-response-content"
+NON_LOOPBACK = "non-loopback-address"
+
+ALL_KINDS = (
+    WORKER_EXITED,
+    NEVER_REGISTERED,
+    CARD_WITHOUT_INSTANCE,
+    WRONG_CARD,
+    INTERNAL_ADVERTISED,
+    NEVER_LISTED,
+    LISTED_EARLY,
+    INCOMPATIBLE_WORKERS,
+    STATUS_503,
+    BAD_RESPONSE,
+    BAD_CONTENT,
+    NON_LOOPBACK,
+)
+
+
+@dataclass(frozen=True)
+class Violation:
+    kind: str
+    role: str | None  # the worker it concerns; None for topology-wide findings
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.kind}] {self.message}"
+
+
+class ContractFailure(AssertionError):
+    """Raised with every violation found, so one run shows all that is wrong."""
+
+    def __init__(self, topology: str, violations: list[Violation]) -> None:
+        self.topology = topology
+        self.violations = list(violations)
+        listing = "\n\n".join(str(v) for v in self.violations)
+        super().__init__(
+            f"topology '{topology}' broke its discovery contract "
+            f"({len(self.violations)} violation(s)):\n\n{listing}"
+        )
+
+    def kinds(self) -> set[str]:
+        return {v.kind for v in self.violations}
+
+    def find(self, kind: str, role: str | None = None) -> list[Violation]:
+        return [v for v in self.violations if v.kind == kind and (role is None or v.role == role)]

@@ -1,0 +1,1 @@
+"""Declarative topologies (the catalogue) and the thin tests that run them."""

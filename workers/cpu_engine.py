@@ -1,0 +1,268 @@
+"""CPU stand-ins for the three sglang classes that need a GPU. Nothing else is replaced.
+
+* `CpuEngine` subclasses the real `sglang.Engine`: the real `async_generate` /
+  `async_encode` stay (Dynamo inspects their signatures and calls them); only `__init__`
+  (which would launch scheduler processes on a GPU) and `shutdown` are replaced. It still
+  runs sglang's own port and model-config resolution.
+* `CpuTokenizerManager` subclasses the real `TokenizerManager` without its `__init__` (no
+  ZMQ to schedulers) and answers `generate_request` with deterministic tokens, embeddings
+  or rerank scores, in the shapes sglang streams.
+* `CpuMMEncoder` and `CpuDiffGenerator` stand in for the vision encoder and the diffusion
+  pipeline with fixed-size outputs.
+
+`tests/test_stand_in_drift.py` fails when the installed sglang's names or signatures that
+these rely on change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import types
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from sglang.srt.configs.model_config import ModelConfig
+from sglang.srt.entrypoints.engine import Engine
+from sglang.srt.managers.io_struct import EmbeddingReqInput, GenerateReqInput
+from sglang.srt.managers.tokenizer_manager import TokenizerManager
+from sglang.srt.runtime_context import publish
+from sglang.srt.server_args import PortArgs, ServerArgs
+from transformers import AutoTokenizer
+
+logger = logging.getLogger("workers.cpu_engine")
+
+# What the stand-in "generates": real tokens of the tiny model's tokenizer.
+REPLY_TEXT = "Hello! The quick brown fox jumps over the lazy dog."
+MAX_TOTAL_TOKENS = 65536
+EMBEDDING_DIM = 16
+IMAGE_GRID_THW = (1, 4, 4)  # one frame of 4x4 patches -> 4 tokens after a 2x2 merge
+
+
+def _resolve_server_args(server_args: ServerArgs) -> None:
+    """What the real Engine does in-process before it spawns schedulers: resolve the args
+    once and publish them as the process's runtime context (prefill warm-up reads it)."""
+    server_args.resolve_once()
+    publish(server_args, role="tokenizer")
+
+
+class CpuTokenizerManager(TokenizerManager):
+    """The real TokenizerManager class, fed by an in-process generator instead of schedulers."""
+
+    def __init__(self, server_args: ServerArgs, model_config: ModelConfig) -> None:
+        self.server_args = server_args
+        self.model_config = model_config
+        self.context_len = model_config.context_len
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            server_args.tokenizer_path or server_args.model_path
+        )
+        self.processor = None
+        self.mm_processor = None
+        self.is_generation = model_config.is_generation
+        self.num_reserved_tokens = 0
+        self.rid_to_state: dict[str, Any] = {}
+        self.is_pause = False
+        self.is_pause_cond = asyncio.Condition()
+        self.initial_weights_loaded = True
+        self.startup_time = 0.0
+        self._subprocess_watchdog = None
+        self._reply_ids = self.tokenizer.encode(REPLY_TEXT, add_special_tokens=False)
+
+    def validate_total_tokens(self, *args: Any, **kwargs: Any) -> None:
+        """The stand-in has no KV-cache limit to enforce."""
+
+    def abort_request(self, rid: str = "", abort_all: bool = False) -> None:
+        self.rid_to_state.pop(rid, None)
+
+    def auto_create_handle_loop(self) -> None:
+        """No scheduler responses to pump."""
+
+    async def generate_request(
+        self, obj: GenerateReqInput | EmbeddingReqInput, request: Any = None
+    ) -> AsyncIterator[Any]:
+        if isinstance(obj, EmbeddingReqInput):
+            yield self._embed(obj)
+            return
+        async for chunk in self._generate(obj):
+            yield chunk
+
+    async def _generate(self, obj: GenerateReqInput) -> AsyncIterator[dict[str, Any]]:
+        params = obj.sampling_params or {}
+        if isinstance(params, list):
+            params = params[0] if params else {}
+        max_new = params.get("max_new_tokens") or len(self._reply_ids)
+        reply = self._reply_ids[: max(1, min(max_new, len(self._reply_ids)))]
+        prompt_tokens = len(obj.input_ids or []) if obj.input_ids is not None else 0
+        rid = obj.rid if isinstance(obj.rid, str) else uuid.uuid4().hex
+        # Like the real manager, own the request id while it runs (Dynamo's multimodal
+        # prefill handler waits for it to appear here).
+        self.rid_to_state[rid] = obj
+        try:
+            async for chunk in self._stream(reply, rid, prompt_tokens, max_new):
+                yield chunk
+        finally:
+            self.rid_to_state.pop(rid, None)
+
+    async def _stream(
+        self, reply: list[int], rid: str, prompt_tokens: int, max_new: int
+    ) -> AsyncIterator[dict[str, Any]]:
+        step = 4
+        for start in range(0, len(reply), step):
+            await asyncio.sleep(0)
+            last = start + step >= len(reply)
+            yield {
+                "output_ids": reply[start : start + step],
+                "text": "",
+                "meta_info": {
+                    "id": rid,
+                    "finish_reason": {
+                        "type": "length" if max_new <= len(reply) else "stop",
+                        "matched": None,
+                    }
+                    if last
+                    else None,
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": min(start + step, len(reply)),
+                    "cached_tokens": 0,
+                },
+            }
+
+    def _embed(self, obj: EmbeddingReqInput) -> Any:
+        items = obj.text if obj.text is not None else obj.input_ids
+        batch = isinstance(items, list) and items and not isinstance(items[0], int)
+        inputs = items if batch else [items]
+        results = []
+        for item in inputs:
+            digest = hashlib.sha256(repr(item).encode()).digest()
+            if obj.is_cross_encoder_request:
+                embedding: Any = [digest[0] / 255.0]
+            else:
+                embedding = [b / 255.0 for b in digest[:EMBEDDING_DIM]]
+            results.append(
+                {
+                    "embedding": embedding,
+                    "meta_info": {
+                        "id": uuid.uuid4().hex,
+                        "prompt_tokens": len(repr(item)) // 4 + 1,
+                        "finish_reason": {"type": "stop"},
+                        "cached_tokens": 0,
+                    },
+                }
+            )
+        return results if batch else results[0]
+
+
+class CpuEngine(Engine):
+    """sglang's Engine with the scheduler launch replaced by the in-process stand-in."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        server_args = kwargs.get("server_args") or self.server_args_class(**kwargs)
+        self.server_args = server_args
+        self.tokenizer_manager = None
+        _resolve_server_args(server_args)
+        self.port_args = PortArgs.init_new(server_args)
+        model_config = ModelConfig.from_server_args(server_args)
+        self.tokenizer_manager = CpuTokenizerManager(server_args, model_config)
+        self.template_manager = None
+        self._scheduler_init_result = types.SimpleNamespace(
+            scheduler_infos=[
+                {
+                    "max_total_num_tokens": MAX_TOTAL_TOKENS,
+                    "max_req_input_len": model_config.context_len,
+                }
+            ],
+            all_child_pids=[],
+        )
+        self._weight_cache_daemon_procs = []
+        self.send_to_rpc = None
+        self.loop = self._ensure_event_loop()
+        logger.info("CpuEngine ready for %s (no scheduler processes)", server_args.model_path)
+
+    def shutdown(self) -> None:
+        """Nothing was launched, so nothing to stop."""
+
+
+@dataclass
+class _PreprocessResult:
+    grid_thw: torch.Tensor
+
+
+@dataclass
+class _EncodeContext:
+    preprocess_result: _PreprocessResult
+    num_tokens: int
+    aux_data: dict[str, Any] = field(default_factory=dict)
+
+
+class CpuMMEncoder:
+    """Stands in for sglang's MMEncoder: fixed-size image embeddings, no vision tower."""
+
+    def __init__(
+        self,
+        server_args: ServerArgs,
+        schedule_path: Any = None,
+        dist_init_method: str | None = None,
+        rank: int = 0,
+        gpu_id: int | None = None,
+    ) -> None:
+        self.server_args = server_args
+        self.rank = rank
+        self.model_config = ModelConfig.from_server_args(server_args)
+        hf = self.model_config.hf_config
+        self.vision_config = getattr(hf, "vision_config", None)
+        self.model_type = getattr(hf, "model_type", "")
+        self.hidden_size = getattr(hf, "hidden_size", 64)
+        self.merge = getattr(self.vision_config, "spatial_merge_size", 2)
+
+    def supports_modality(self, modality: Any) -> bool:
+        return True
+
+    async def _prepare_encode_context(
+        self,
+        requests: list[dict],
+        modality: Any,
+        *,
+        use_global_cache: bool,
+        is_health_check: bool = False,
+    ) -> _EncodeContext:
+        items = [item for req in requests for item in req.get("mm_items", [])]
+        grid = torch.tensor([IMAGE_GRID_THW] * len(items))
+        per_item = int(torch.prod(torch.tensor(IMAGE_GRID_THW))) // (self.merge**2)
+        return _EncodeContext(_PreprocessResult(grid), num_tokens=per_item * len(items))
+
+    async def _compute_embedding(self, ctx: _EncodeContext, *, keep_on_gpu: bool) -> torch.Tensor:
+        return torch.zeros(ctx.num_tokens, self.hidden_size, dtype=torch.float32)
+
+
+@dataclass
+class _GenerationResult:
+    frames: list[Any]
+
+
+class CpuDiffGenerator:
+    """Stands in for sglang's DiffGenerator: small solid-colour frames."""
+
+    def __init__(self, model_path: str, **kwargs: Any) -> None:
+        self.model_path = model_path
+        self.kwargs = kwargs
+
+    @classmethod
+    def from_pretrained(cls, model_path: str | None = None, **kwargs: Any) -> CpuDiffGenerator:
+        return cls(model_path or kwargs.pop("model_path", ""), **kwargs)
+
+    def generate(self, sampling_params_kwargs: dict | None = None, **kwargs: Any) -> Any:
+        import numpy as np
+
+        params = {**(sampling_params_kwargs or {}), **kwargs}
+        count = int(params.get("num_frames") or 1)
+        height = int(params.get("height") or 32)
+        width = int(params.get("width") or 32)
+        frame = np.full((height, width, 3), 200, dtype=np.uint8)
+        return _GenerationResult(frames=[frame.copy() for _ in range(count)])
+
+    def shutdown(self) -> None:
+        """Nothing to release."""

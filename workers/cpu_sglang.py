@@ -1,0 +1,57 @@
+"""Run the real `dynamo.sglang` worker on CPU: `python -m workers.cpu_sglang [harness flags] ARGV`.
+
+Only sglang's GPU classes are swapped for the stand-ins in `workers.cpu_engine`; argument
+parsing, registration, serving and shutdown are Dynamo's own code. Harness flags (before the
+Dynamo argv) select fault injection; everything else goes to `dynamo.sglang` unchanged, plus
+`--device cpu`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workers import torchvision_shim
+
+
+def _harness_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--harness-fault", default=None)
+    parser.add_argument("--harness-fault-delay", type=float, default=0.0)
+    return parser.parse_known_args(argv)
+
+
+def install_stand_ins() -> None:
+    """Point every name Dynamo looks sglang's GPU classes up by at the CPU stand-ins."""
+    import sglang
+    import sglang.multimodal_gen as multimodal_gen
+    import sglang.srt.disaggregation.encoder.server as encoder_server
+    import sglang.srt.entrypoints.engine as engine_module
+
+    from workers.cpu_engine import CpuDiffGenerator, CpuEngine, CpuMMEncoder
+
+    sglang.Engine = CpuEngine
+    engine_module.Engine = CpuEngine
+    encoder_server.MMEncoder = CpuMMEncoder
+    multimodal_gen.DiffGenerator = CpuDiffGenerator
+
+
+def main(argv: list[str] | None = None) -> None:
+    harness, dynamo_argv = _harness_args(sys.argv[1:] if argv is None else argv)
+    torchvision_shim.apply()
+    install_stand_ins()
+
+    from workers import faults
+
+    faults.install(harness.harness_fault, harness.harness_fault_delay)
+
+    import uvloop
+    from dynamo.sglang.main import worker
+
+    if "--device" not in dynamo_argv:
+        dynamo_argv = [*dynamo_argv, "--device", "cpu"]
+    uvloop.run(worker(dynamo_argv))
+
+
+if __name__ == "__main__":
+    main()

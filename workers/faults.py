@@ -1,0 +1,113 @@
+"""Fault injection for the CPU launcher: each fault is a bug the harness claims to catch.
+
+Off by default; a worker gets one with `--harness-fault NAME`. Faults patch the single call
+every dynamo.sglang init function makes to register (`dynamo.sglang.register.register_model`)
+or the request handlers' `generate`, so they reproduce a bug of the #4486 class in any mode
+without editing Dynamo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+logger = logging.getLogger("workers.faults")
+
+FAULTS = (
+    "skip-registration",
+    "delayed-registration",
+    "wrong-worker-type",
+    "exit-after-registration",
+    "handler-error",
+)
+EXIT_AFTER_REGISTRATION_CODE = 17
+HANDLER_ERROR_MESSAGE = "injected handler fault"
+
+
+def _announce(name: str, detail: str) -> None:
+    # Printed plainly so the harness's diagnosis can quote it from the worker log.
+    print(f"HARNESS-FAULT {name}: {detail}", flush=True)
+
+
+def _patch_register(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    register = importlib.import_module("dynamo.sglang.register")
+    register.register_model = wrap(register.register_model)
+
+
+def _skip(real: Callable[..., Any]) -> Callable[..., Any]:
+    async def skipped(*args: Any, **kwargs: Any) -> None:
+        _announce("skip-registration", "register_model was not called")
+
+    return skipped
+
+
+def _delayed(seconds: float) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def wrap(real: Callable[..., Any]) -> Callable[..., Any]:
+        async def delayed(*args: Any, **kwargs: Any) -> Any:
+            _announce("delayed-registration", f"registering after {seconds:.0f} s")
+            await asyncio.sleep(seconds)
+            return await real(*args, **kwargs)
+
+        return delayed
+
+    return wrap
+
+
+def _wrong_worker_type(real: Callable[..., Any]) -> Callable[..., Any]:
+    from dynamo.llm import WorkerType
+
+    async def mislabelled(*args: Any, **kwargs: Any) -> Any:
+        actual = kwargs.get("worker_type")
+        wrong = WorkerType.Decode if actual != WorkerType.Decode else WorkerType.Aggregated
+        _announce("wrong-worker-type", f"registering as {wrong} instead of {actual}")
+        kwargs["worker_type"] = wrong
+        return await real(*args, **kwargs)
+
+    return mislabelled
+
+
+def _exit_after(real: Callable[..., Any]) -> Callable[..., Any]:
+    async def register_then_exit(*args: Any, **kwargs: Any) -> Any:
+        result = await real(*args, **kwargs)
+        _announce("exit-after-registration", f"exiting with {EXIT_AFTER_REGISTRATION_CODE}")
+        os._exit(EXIT_AFTER_REGISTRATION_CODE)
+        return result
+
+    return register_then_exit
+
+
+def _break_handlers() -> None:
+    handlers = importlib.import_module("dynamo.sglang.request_handlers")
+
+    async def failing_generate(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _announce("handler-error", f"{type(self).__name__}.generate raises")
+        raise RuntimeError(HANDLER_ERROR_MESSAGE)
+        yield  # an async generator, like the real handlers
+
+    for name in handlers.__all__:
+        cls = getattr(handlers, name)
+        if "generate" in vars(cls):
+            cls.generate = failing_generate
+
+
+def install(fault: str | None, delay_s: float = 0.0) -> None:
+    """Install `fault` in this worker process (None: run unmodified)."""
+    if not fault:
+        return
+    if fault not in FAULTS:
+        raise SystemExit(f"unknown --harness-fault {fault!r}; choose from {', '.join(FAULTS)}")
+    _announce(fault, "installed")
+    if fault == "skip-registration":
+        _patch_register(_skip)
+    elif fault == "delayed-registration":
+        _patch_register(_delayed(delay_s))
+    elif fault == "wrong-worker-type":
+        _patch_register(_wrong_worker_type)
+    elif fault == "exit-after-registration":
+        _patch_register(_exit_after)
+    elif fault == "handler-error":
+        _break_handlers()

@@ -1,0 +1,222 @@
+"""Tiny model directories generated locally, so the CPU tier never downloads anything.
+
+The CPU engine never runs the weights, but Dynamo reads the config, tokenizer and chat
+template (it builds the model card from them and tokenizes in the frontend), so those must be
+real and self-consistent: a byte-level BPE tokenizer trained on a few sentences, with the
+special tokens each model family's template and processor look for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+SPECIAL_TOKENS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
+_CORPUS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Dynamo discovers workers through etcd and routes requests to them.",
+    "A picture of a red square on a white background.",
+    "Hello! How are you today? I am fine, thank you.",
+    "0123456789 user assistant system image video",
+]
+_CHATML_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image_url' or part['type'] == 'image' %}"
+    "<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _train_tokenizer() -> Tokenizer:
+    tokenizer = Tokenizer(models.BPE(unk_token=None))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(_CORPUS, trainer=trainer)
+    return tokenizer
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2))
+
+
+def _write_tokenizer(model_dir: Path) -> dict[str, int]:
+    tokenizer = _train_tokenizer()
+    tokenizer.save(str(model_dir / "tokenizer.json"))
+    ids = {tok: tokenizer.token_to_id(tok) for tok in SPECIAL_TOKENS}
+    _write_json(
+        model_dir / "tokenizer_config.json",
+        {
+            "tokenizer_class": "PreTrainedTokenizerFast",
+            "bos_token": "<|endoftext|>",
+            "eos_token": "<|im_end|>",
+            "pad_token": "<|endoftext|>",
+            "unk_token": None,
+            "model_max_length": 4096,
+            "chat_template": _CHATML_TEMPLATE,
+            "added_tokens_decoder": {
+                str(i): {
+                    "content": tok,
+                    "special": True,
+                    "lstrip": False,
+                    "rstrip": False,
+                    "normalized": False,
+                    "single_word": False,
+                }
+                for tok, i in ids.items()
+            },
+        },
+    )
+    _write_json(
+        model_dir / "special_tokens_map.json",
+        {"bos_token": "<|endoftext|>", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"},
+    )
+    return {"vocab_size": tokenizer.get_vocab_size(), **ids}
+
+
+def _generation_config(ids: dict[str, int]) -> dict:
+    return {"bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"]}
+
+
+def write_text_model(model_dir: Path) -> Path:
+    """A Llama-shaped decoder (aggregated, prefill/decode, embedding workers)."""
+    model_dir.mkdir(parents=True, exist_ok=True)
+    ids = _write_tokenizer(model_dir)
+    _write_json(
+        model_dir / "config.json",
+        {
+            "architectures": ["LlamaForCausalLM"],
+            "model_type": "llama",
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "head_dim": 16,
+            "max_position_embeddings": 4096,
+            "rms_norm_eps": 1e-6,
+            "vocab_size": ids["vocab_size"],
+            "torch_dtype": "float32",
+            **_generation_config(ids),
+        },
+    )
+    _write_json(model_dir / "generation_config.json", _generation_config(ids))
+    return model_dir
+
+
+def write_vision_language_model(model_dir: Path) -> Path:
+    """A Qwen2-VL-shaped model: the only shape Dynamo accepts for encoder disaggregation."""
+    model_dir.mkdir(parents=True, exist_ok=True)
+    ids = _write_tokenizer(model_dir)
+    _write_json(
+        model_dir / "config.json",
+        {
+            "architectures": ["Qwen2VLForConditionalGeneration"],
+            "model_type": "qwen2_vl",
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "max_position_embeddings": 4096,
+            "max_window_layers": 1,
+            "rms_norm_eps": 1e-6,
+            "rope_theta": 1000000.0,
+            "rope_scaling": {"type": "mrope", "rope_type": "default", "mrope_section": [2, 3, 3]},
+            "vocab_size": ids["vocab_size"],
+            "torch_dtype": "float32",
+            "image_token_id": ids["<|image_pad|>"],
+            "video_token_id": ids["<|video_pad|>"],
+            "vision_start_token_id": ids["<|vision_start|>"],
+            "vision_end_token_id": ids["<|vision_end|>"],
+            "vision_config": {
+                "depth": 1,
+                "embed_dim": 32,
+                "hidden_size": 64,
+                "hidden_act": "quick_gelu",
+                "mlp_ratio": 2,
+                "num_heads": 2,
+                "in_chans": 3,
+                "patch_size": 14,
+                "spatial_merge_size": 2,
+                "temporal_patch_size": 2,
+            },
+            **_generation_config(ids),
+        },
+    )
+    _write_json(model_dir / "generation_config.json", _generation_config(ids))
+    processor = {
+        "image_processor_type": "Qwen2VLImageProcessor",
+        "processor_class": "Qwen2VLProcessor",
+        "do_resize": True,
+        "do_normalize": True,
+        "do_rescale": True,
+        "do_convert_rgb": True,
+        "image_mean": [0.48145466, 0.4578275, 0.40821073],
+        "image_std": [0.26862954, 0.26130258, 0.27577711],
+        "min_pixels": 3136,
+        "max_pixels": 12544,
+        "patch_size": 14,
+        "merge_size": 2,
+        "temporal_patch_size": 2,
+        "rescale_factor": 0.00392156862745098,
+    }
+    _write_json(model_dir / "preprocessor_config.json", processor)
+    _write_json(model_dir / "chat_template.json", {"chat_template": _CHATML_TEMPLATE})
+    return model_dir
+
+
+def write_cross_encoder_model(model_dir: Path) -> Path:
+    """An XLM-RoBERTa-shaped sequence classifier: Dynamo's rerank path takes cross-encoders."""
+    model_dir.mkdir(parents=True, exist_ok=True)
+    ids = _write_tokenizer(model_dir)
+    _write_json(
+        model_dir / "config.json",
+        {
+            "architectures": ["XLMRobertaForSequenceClassification"],
+            "model_type": "xlm-roberta",
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 4,
+            "max_position_embeddings": 514,
+            "type_vocab_size": 1,
+            "vocab_size": ids["vocab_size"],
+            "num_labels": 1,
+            "id2label": {"0": "LABEL_0"},
+            "label2id": {"LABEL_0": 0},
+            "pad_token_id": ids["<|endoftext|>"],
+            "bos_token_id": ids["<|endoftext|>"],
+            "eos_token_id": ids["<|im_end|>"],
+            "torch_dtype": "float32",
+        },
+    )
+    return model_dir
+
+
+def write_diffusion_model(model_dir: Path) -> Path:
+    """A diffusers-style pipeline index: the stand-in generator reads nothing else."""
+    model_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(
+        model_dir / "model_index.json",
+        {"_class_name": "FluxPipeline", "_diffusers_version": "0.35.0"},
+    )
+    return model_dir
