@@ -79,6 +79,18 @@ def records_for(state: DiscoveryState, namespace: str, worker: WorkerView) -> Wo
     return WorkerRecords(mine, generate, card)
 
 
+def servable(present: list[ExpectedCard]) -> bool:
+    """Dynamo's readiness rule applied to the declared contracts of the workers that have a
+    card: some public worker, and every present worker's needs (an OR of ANDs) met by the
+    roles present. Replicas of a role are interchangeable, so one of them is enough."""
+    roles = {card.worker_type for card in present}
+    if not any(card.public for card in present):
+        return False
+    return all(
+        not card.needs or any(set(group) <= roles for group in card.needs) for card in present
+    )
+
+
 def _normalise_type(model_type: str) -> set[str]:
     return {part.strip() for part in model_type.split("|") if part.strip()}
 

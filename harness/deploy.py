@@ -29,6 +29,7 @@ from harness.infra import Endpoints
 from harness.loopback import ProcessPorts, dynamo_env
 from harness.observer import DiscoveryObserver, DiscoveryState
 from harness.processes import ManagedProcess, stop_all
+from harness.records import ModelCard
 from harness.requests import Reply, send
 from harness.timeline import WorkerTimeline
 from harness.topology import Topology, WorkerSpec
@@ -43,6 +44,8 @@ from harness.violations import (
     Violation,
 )
 from workers.launch import LaunchRequest, worker_argv
+
+NOT_READY_STATUSES = (404, 503)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class Session:
     assets: dict[str, Path]
     workdir: Path
     settings: Settings
+    scratch: Path  # short private TMPDIR root: sglang's IPC socket paths must fit 107 bytes
 
 
 @dataclass
@@ -194,7 +198,7 @@ class Deployment:
             etcd_endpoint=self.session.endpoints.etcd,
             nats_url=self.session.endpoints.nats,
             process_ports=process_ports,
-            tmpdir=self.workdir / "tmp" / spec.role,
+            tmpdir=self.session.scratch / f"{self.namespace[-6:]}-{len(self.workers)}",
         )
         proc = ManagedProcess(
             role=spec.role,
@@ -223,6 +227,10 @@ class Deployment:
     def worker(self, role: str) -> Worker:
         return next(w for w in self.workers if w.role == role)
 
+    def card(self, role: str) -> ModelCard | None:
+        state = self.session.observer.state()
+        return checks.records_for(state, self.namespace, self.worker(role)).card
+
     # -- readiness -------------------------------------------------------------------------
     def await_ready(self) -> Deployment:
         """Every worker registered as declared and every public model listed, or fail."""
@@ -231,6 +239,14 @@ class Deployment:
         violations += self._card_checks(state)
         if not any(v.kind in (NEVER_REGISTERED, WORKER_EXITED) for v in violations):
             violations += self._await_listing()
+        else:
+            violations += self._listed_early([])  # listed although a worker never registered
+        found_exits = [v for v in violations if v.kind == WORKER_EXITED]
+        violations += [
+            self._exited(w, "readiness (it had registered)")
+            for w in self.workers
+            if not w.proc.alive() and not any(v.role == w.role for v in found_exits)
+        ]
         violations = self._without_known(violations)
         if violations:
             raise ContractFailure(self.topology.name, violations)
@@ -342,14 +358,19 @@ class Deployment:
         guard = self.workers[0].proc
         while not deadline.expired:
             probes.append(self.send_unrecorded(self.topology.requests[0]))
-            if probes[-1].status == 200 or not all(w.proc.alive() for w in self.workers):
+            # 404 and 503 say "not ready yet"; anything else is the answer.
+            if probes[-1].status not in NOT_READY_STATUSES:
+                break
+            if not all(w.proc.alive() for w in self.workers):
                 break
             guard.popen_wait(deadline.slice(0.1))
         return probes
 
     def _listed_early(self, probes: list[Reply]) -> list[Violation]:
         evidence = []
-        if self._listing.missing_when_listed:
+        missing = set(self._listing.missing_when_listed)
+        present = [w.expected for w in self.workers if w.role not in missing]
+        if missing and not checks.servable(present):
             evidence.append(
                 "etcd had no model card yet for "
                 + ", ".join(f"'{r}'" for r in self._listing.missing_when_listed)
@@ -398,8 +419,10 @@ class Deployment:
         violations += checks.incompatible_workers(
             self.session.frontend.log_since(self._frontend_log_offset), self.model_name
         )
-        state = self.session.observer.state()
-        violations += checks.non_loopback_addresses(state, self.namespace)
+        ns = self.namespace
+        state = self.session.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
+        violations += checks.cards_without_instances(state, ns)
+        violations += checks.non_loopback_addresses(state, ns)
         violations = self._without_known(violations)
         if violations:
             raise ContractFailure(self.topology.name, violations)

@@ -43,14 +43,14 @@ def _live(base_url: str) -> bool:
     return False
 
 
-def start_frontend(endpoints: Endpoints, workdir: Path) -> Frontend:
+def start_frontend(endpoints: Endpoints, workdir: Path, scratch: Path) -> Frontend:
     http_port = ports.allocate_one()
     base_url = f"http://{LOOPBACK}:{http_port}"
     env = dynamo_env(
         etcd_endpoint=endpoints.etcd,
         nats_url=endpoints.nats,
         process_ports=ProcessPorts.allocate(),
-        tmpdir=workdir / "tmp" / "frontend",
+        tmpdir=scratch / "frontend",
     )
     proc = ManagedProcess(
         role="frontend",

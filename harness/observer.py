@@ -117,6 +117,10 @@ class DiscoveryObserver:
         with self._changed:
             return DiscoveryState(dict(self._raw))
 
+    @property
+    def client(self) -> etcd3.Etcd3Client:
+        return self._client
+
     def read_now(self, prefixes: list[str]) -> DiscoveryState:
         """A direct range read, bypassing the watch: authoritative at the moment it returns."""
         raw: dict[str, bytes] = {}

@@ -8,6 +8,8 @@ frontend and real dynamo.sglang workers.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -131,6 +133,16 @@ def harness_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def harness_scratch() -> Iterator[Path]:
+    """A short private temp root for worker TMPDIRs (IPC socket paths are length-limited)."""
+    path = Path(tempfile.mkdtemp(prefix="dh-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
 def infra_endpoints(pytestconfig: pytest.Config, harness_workdir: Path) -> Iterator[Endpoints]:
     provider = select_provider(pytestconfig.getoption("infra"))
     endpoints = provider.start(harness_workdir / "infra")
@@ -163,8 +175,9 @@ def harness_session(
     model_assets: dict[str, Path],
     harness_settings: Settings,
     harness_workdir: Path,
+    harness_scratch: Path,
 ) -> Iterator[Session]:
-    frontend = start_frontend(infra_endpoints, harness_workdir)
+    frontend = start_frontend(infra_endpoints, harness_workdir, harness_scratch)
     try:
         yield Session(
             infra_endpoints,
@@ -173,6 +186,7 @@ def harness_session(
             model_assets,
             harness_workdir,
             harness_settings,
+            harness_scratch,
         )
     finally:
         frontend.proc.stop(grace=10)

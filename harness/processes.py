@@ -17,10 +17,11 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
+
+import psutil
 
 from harness.deadline import Deadline
 
@@ -158,6 +159,7 @@ class ManagedProcess:
             self.popen.wait(timeout=10)
         # Children that outlived the leader still carry the group id.
         _signal_group(pgid, signal.SIGKILL)
+        _wait_group_gone(pgid, timeout=10)
         with _LIVE_LOCK:
             _LIVE.pop(self.popen.pid, None)
         return self.popen.returncode
@@ -166,6 +168,22 @@ class ManagedProcess:
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def _group_members(pgid: int) -> list[psutil.Process]:
+    members = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, ProcessLookupError):
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                members.append(proc)
+    return members
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> None:
+    """SIGKILL is delivered asynchronously: wait until no live member of the group remains."""
+    members = _group_members(pgid)
+    if members:
+        psutil.wait_procs(members, timeout=timeout)
 
 
 def _append_ledger(pid: int) -> None:
@@ -177,11 +195,15 @@ def _append_ledger(pid: int) -> None:
 
 def stop_all(procs: Iterable[ManagedProcess], grace: float = 15.0) -> None:
     """Stop several processes concurrently: dynamo's graceful shutdown takes seconds each."""
-    procs = [p for p in procs if p.popen is not None]
-    if not procs:
-        return
-    with ThreadPoolExecutor(max_workers=len(procs)) as pool:
-        list(pool.map(lambda p: p.stop(grace), procs))
+    threads = [
+        threading.Thread(target=p.stop, args=(grace,), name=f"stop-{p.role}")
+        for p in procs
+        if p.popen is not None
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def stop_everything(grace: float = 5.0) -> None:

@@ -246,18 +246,22 @@ class _GenerationResult:
 class CpuDiffGenerator:
     """Stands in for sglang's DiffGenerator: small solid-colour frames."""
 
-    def __init__(self, model_path: str, **kwargs: Any) -> None:
-        self.model_path = model_path
+    def __init__(self, **kwargs: Any) -> None:
+        self.model_path = kwargs.get("model_path", "")
         self.kwargs = kwargs
 
     @classmethod
-    def from_pretrained(cls, model_path: str | None = None, **kwargs: Any) -> CpuDiffGenerator:
-        return cls(model_path or kwargs.pop("model_path", ""), **kwargs)
+    def from_pretrained(cls, local_mode: bool = True, **kwargs: Any) -> CpuDiffGenerator:
+        return cls(**kwargs)
 
-    def generate(self, sampling_params_kwargs: dict | None = None, **kwargs: Any) -> Any:
+    def generate(
+        self,
+        sampling_params_kwargs: dict | None = None,
+        external_trace_header: dict[str, str] | None = None,
+    ) -> Any:
         import numpy as np
 
-        params = {**(sampling_params_kwargs or {}), **kwargs}
+        params = dict(sampling_params_kwargs or {})
         count = int(params.get("num_frames") or 1)
         height = int(params.get("height") or 32)
         width = int(params.get("width") or 32)

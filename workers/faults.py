@@ -23,6 +23,8 @@ FAULTS = (
     "wrong-worker-type",
     "exit-after-registration",
     "handler-error",
+    "no-topology",
+    "advertise-internal",
 )
 EXIT_AFTER_REGISTRATION_CODE = 17
 HANDLER_ERROR_MESSAGE = "injected handler fault"
@@ -61,10 +63,15 @@ def _wrong_worker_type(real: Callable[..., Any]) -> Callable[..., Any]:
     from dynamo.llm import WorkerType
 
     async def mislabelled(*args: Any, **kwargs: Any) -> Any:
+        # A role Dynamo 1.6.1 still accepts, so the worker keeps running with the wrong label:
+        # aggregated becomes decode (which must need prefill); any other role, aggregated.
         actual = kwargs.get("worker_type")
-        wrong = WorkerType.Decode if actual != WorkerType.Decode else WorkerType.Aggregated
+        if actual == WorkerType.Aggregated:
+            kwargs["worker_type"], kwargs["needs"] = WorkerType.Decode, [[WorkerType.Prefill]]
+        else:
+            kwargs["worker_type"] = WorkerType.Aggregated
+        wrong = kwargs["worker_type"]
         _announce("wrong-worker-type", f"registering as {wrong} instead of {actual}")
-        kwargs["worker_type"] = wrong
         return await real(*args, **kwargs)
 
     return mislabelled
@@ -78,6 +85,38 @@ def _exit_after(real: Callable[..., Any]) -> Callable[..., Any]:
         return result
 
     return register_then_exit
+
+
+def _no_topology(real: Callable[..., Any]) -> Callable[..., Any]:
+    """Register as a standalone aggregated worker with no peers, as every worker did before
+    topology roles existed (Dynamo 0.7.x). 1.6.1 refuses an Encode role with empty needs, so
+    the role goes too."""
+    from dynamo.llm import WorkerType
+
+    async def standalone(*args: Any, **kwargs: Any) -> Any:
+        _announce(
+            "no-topology",
+            f"registering as aggregated with needs=[] instead of {kwargs.get('worker_type')} "
+            f"with needs={kwargs.get('needs')}",
+        )
+        kwargs["worker_type"] = WorkerType.Aggregated
+        kwargs["needs"] = []
+        return await real(*args, **kwargs)
+
+    return standalone
+
+
+def _advertise_internal(real: Callable[..., Any]) -> Callable[..., Any]:
+    """An internal worker (ModelType.Empty) registers a public chat surface instead."""
+    from dynamo.llm import ModelType
+
+    async def advertised(input_type: Any, output_type: Any, *args: Any, **kwargs: Any) -> Any:
+        if output_type == ModelType.Empty:
+            _announce("advertise-internal", "registering Chat | Completions instead of Empty")
+            output_type = ModelType.Chat | ModelType.Completions
+        return await real(input_type, output_type, *args, **kwargs)
+
+    return advertised
 
 
 def _break_handlers() -> None:
@@ -111,3 +150,7 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
         _patch_register(_exit_after)
     elif fault == "handler-error":
         _break_handlers()
+    elif fault == "no-topology":
+        _patch_register(_no_topology)
+    elif fault == "advertise-internal":
+        _patch_register(_advertise_internal)

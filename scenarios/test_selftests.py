@@ -1,0 +1,194 @@
+"""Fault-injection self-tests: every check the harness claims is shown to fail on its fault.
+
+Each test injects one fault (in the CPU launcher, or at the discovery level) and asserts that
+the harness reports it with the right kind of violation, naming the right worker. Clean runs
+raising no violation are shown by scenarios/test_topologies.py. Representative cases run by
+default (pre_merge); the full matrix runs with `-m selftest` (and nightly).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from harness.discovery_faults import write_orphan_card
+from harness.topology import WorkerSpec
+from harness.violations import (
+    BAD_RESPONSE,
+    CARD_WITHOUT_INSTANCE,
+    INCOMPATIBLE_WORKERS,
+    INTERNAL_ADVERTISED,
+    LISTED_EARLY,
+    NEVER_LISTED,
+    NEVER_REGISTERED,
+    STATUS_503,
+    WORKER_EXITED,
+    WRONG_CARD,
+    ContractFailure,
+)
+from scenarios.catalogue import AGGREGATED, CATALOGUE, MM_ENCODE_PD
+
+pytestmark = [pytest.mark.selftest, pytest.mark.e2e, pytest.mark.sglang]
+
+# The #4486 shape in its two most telling places; every other role runs nightly.
+REPRESENTATIVE_SKIPS = {("aggregated", "worker"), ("mm-encode-pd", "mm-worker")}
+
+
+def _skip_cases() -> list[object]:
+    cases = []
+    for topology in CATALOGUE:
+        for worker in topology.workers:
+            pre_merge = (topology.name, worker.role) in REPRESENTATIVE_SKIPS
+            mark = pytest.mark.pre_merge if pre_merge else pytest.mark.nightly
+            cases.append(
+                pytest.param(
+                    topology,
+                    worker.role,
+                    id=f"{topology.name}-{worker.role}",
+                    marks=[
+                        mark,
+                        pytest.mark.timeout(240),
+                        *(getattr(pytest.mark, m) for m in topology.marks),
+                    ],
+                )
+            )
+    return cases
+
+
+def _deploy_and_verify(deploy, topology, **kwargs) -> ContractFailure:
+    """Run the topology as a test would; return the failure the harness raised."""
+    with pytest.raises(ContractFailure) as failure:
+        deployment = deploy(topology, strict=True, **kwargs)
+        for kind in topology.requests:
+            deployment.send(kind)
+        deployment.verify()
+    return failure.value
+
+
+def _only_message(failure: ContractFailure, kind: str, role: str | None = None) -> str:
+    found = failure.find(kind, role)
+    assert found, f"expected a {kind} violation for {role!r}, got:\n{failure}"
+    return found[0].message
+
+
+@pytest.mark.parametrize(("topology", "role"), _skip_cases())
+def test_skipped_registration_is_caught_and_names_the_role(topology, role, deploy):
+    failure = _deploy_and_verify(deploy, topology, faults={role: "skip-registration"})
+    message = _only_message(failure, NEVER_REGISTERED, role)
+    assert f"worker '{role}' (pid " in message
+    assert "serving but without a model card" in message
+    assert "HARNESS-FAULT skip-registration" in message  # the log tail is in the message
+    assert {v.role for v in failure.find(NEVER_REGISTERED)} == {role}
+
+
+@pytest.mark.pre_merge
+@pytest.mark.timeout(240)
+@pytest.mark.multimodal
+def test_the_0_7_1_shape_served_200_without_registration_is_still_caught(deploy):
+    """Dynamo 0.7.1: encoder public with no topology, PD worker never registered; HTTP said 200."""
+    failure = _deploy_and_verify(
+        deploy,
+        MM_ENCODE_PD,
+        faults={"mm-encoder": "no-topology", "mm-worker": "skip-registration"},
+    )
+    assert "worker 'mm-worker'" in _only_message(failure, NEVER_REGISTERED, "mm-worker")
+    assert "'mm-worker'" in _only_message(failure, LISTED_EARLY)
+
+
+@pytest.mark.pre_merge
+@pytest.mark.timeout(240)
+def test_503_after_readiness_fails_with_the_503_listed(deploy):
+    with pytest.raises(ContractFailure) as failure:
+        deployment = deploy(AGGREGATED, strict=True)
+        assert deployment.send("chat").ok
+        deployment.kill("worker")  # SIGKILL: its keys outlive it until the lease expires
+        deployment.send("chat")
+        deployment.verify()
+    message = _only_message(failure.value, STATUS_503)
+    assert "POST /v1/chat/completions -> 503" in message
+
+
+@pytest.mark.pre_merge
+@pytest.mark.timeout(240)
+def test_wrong_worker_type_is_caught(deploy):
+    failure = _deploy_and_verify(deploy, AGGREGATED, faults={"worker": "wrong-worker-type"})
+    message = _only_message(failure, WRONG_CARD, "worker")
+    assert "worker_type 'decode', expected 'aggregated'" in message
+
+
+@pytest.mark.pre_merge
+@pytest.mark.timeout(240)
+def test_exit_right_after_registering_is_caught(deploy):
+    failure = _deploy_and_verify(deploy, AGGREGATED, faults={"worker": "exit-after-registration"})
+    assert "exited with code 17" in _only_message(failure, WORKER_EXITED, "worker")
+
+
+@pytest.mark.pre_merge
+@pytest.mark.timeout(240)
+def test_handler_error_is_caught_as_an_error_for_a_listed_model(deploy):
+    failure = _deploy_and_verify(deploy, AGGREGATED, faults={"worker": "handler-error"})
+    assert "-> 500" in _only_message(failure, BAD_RESPONSE)
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_registration_later_than_the_deadline_is_never_registered(deploy):
+    failure = _deploy_and_verify(
+        deploy, AGGREGATED, faults={"worker": "delayed-registration"}, fault_delay_s=900
+    )
+    message = _only_message(failure, NEVER_REGISTERED, "worker")
+    assert "HARNESS-FAULT delayed-registration" in message
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+@pytest.mark.multimodal
+def test_internal_worker_advertising_a_public_model_is_caught(deploy):
+    failure = _deploy_and_verify(deploy, MM_ENCODE_PD, faults={"mm-worker": "advertise-internal"})
+    assert "is internal but registered" in _only_message(failure, INTERNAL_ADVERTISED, "mm-worker")
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+@pytest.mark.multimodal
+def test_public_model_never_listed_is_caught(deploy):
+    """PD worker registered as decode: the encoder's needs are never met."""
+    failure = _deploy_and_verify(deploy, MM_ENCODE_PD, faults={"mm-worker": "wrong-worker-type"})
+    assert "never appeared in GET /v1/models" in _only_message(failure, NEVER_LISTED)
+    _only_message(failure, WRONG_CARD, "mm-worker")
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_card_without_instance_is_caught(deploy, discovery_observer):
+    with pytest.raises(ContractFailure) as failure:
+        deployment = deploy(AGGREGATED, strict=True)
+        orphan = write_orphan_card(discovery_observer, deployment.card("worker"))
+        deployment.verify()
+    assert orphan in _only_message(failure.value, CARD_WITHOUT_INSTANCE)
+
+
+# Two aggregated workers serving one model name with different KV block sizes: their cards
+# differ in checksum, and the frontend refuses the second.
+_MISMATCHED_PAIR = dataclasses.replace(
+    AGGREGATED,
+    name="aggregated-mismatched",
+    workers=(
+        AGGREGATED.workers[0],
+        WorkerSpec(
+            role="worker-page-32",
+            flags=("--page-size", "32"),
+            model="text",
+            component="backend",
+            card=AGGREGATED.workers[0].card,
+        ),
+    ),
+)
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_incompatible_workers_are_caught(deploy):
+    failure = _deploy_and_verify(deploy, _MISMATCHED_PAIR)
+    assert "Rejected incompatible workers" in _only_message(failure, INCOMPATIBLE_WORKERS)

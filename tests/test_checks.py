@@ -1,0 +1,142 @@
+"""Each contract check fires on the fault it exists for, and stays quiet on a clean state."""
+
+from __future__ import annotations
+
+import time
+
+from harness import checks
+from harness.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
+from harness.http_client import Exchange
+from harness.violations import (
+    BAD_RESPONSE,
+    CARD_WITHOUT_INSTANCE,
+    INCOMPATIBLE_WORKERS,
+    INTERNAL_ADVERTISED,
+    NON_LOOPBACK,
+    STATUS_503,
+    WRONG_CARD,
+)
+from tests.fakes import NS, FakeWorker, card_entry, instance_entry, state
+
+AGG = ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated")
+INTERNAL = ExpectedCard(EMPTY, "Tokens", "aggregated", (("encode",),), public=False)
+
+
+def _card(**fields: object):
+    return checks.records_for(
+        state(instance_entry("backend", 7, 25012), card_entry("backend", 7, **fields)),
+        NS,
+        FakeWorker("worker", "backend", AGG),
+    ).card
+
+
+def test_worker_records_are_found_by_tcp_port_and_instance_id():
+    s = state(
+        instance_entry("backend", 7, 25012),
+        card_entry("backend", 7),
+        instance_entry("backend", 8, 25099),
+        card_entry("backend", 8),
+    )
+    records = checks.records_for(s, NS, FakeWorker("worker", "backend", AGG))
+    assert records.registered and records.card.instance_id == 7
+
+
+def test_instance_without_card_is_not_registered():
+    s = state(instance_entry("backend", 7, 25012))
+    records = checks.records_for(s, NS, FakeWorker("worker", "backend", AGG))
+    assert records.generate is not None and records.card is None and not records.registered
+
+
+def test_matching_card_has_no_violation():
+    worker = FakeWorker("worker", "backend", AGG)
+    assert checks.compare_card(worker, _card(), "model-x") == []
+
+
+def test_each_wrong_field_is_named():
+    worker = FakeWorker("worker", "backend", AGG)
+    card = _card(worker_type="decode", model_input="Text", needs=[["prefill"]])
+    found = checks.compare_card(worker, card, "model-y")
+    messages = "\n".join(v.message for v in found)
+    assert {v.kind for v in found} == {WRONG_CARD}
+    for expected in (
+        "worker_type 'decode', expected 'aggregated'",
+        "model_input 'Text', expected 'Tokens'",
+        "needs 'prefill', expected '-'",
+        "model name 'model-x', expected 'model-y'",
+    ):
+        assert expected in messages
+    assert "worker 'worker' (pid 4242)" in messages
+
+
+def test_internal_worker_with_a_public_type_is_advertised():
+    worker = FakeWorker("mm-worker", "backend", INTERNAL)
+    card = _card(model_type="Chat | Completions", needs=[["encode"]])
+    (violation,) = checks.compare_card(worker, card, "model-x")
+    assert violation.kind == INTERNAL_ADVERTISED and violation.role == "mm-worker"
+
+
+def test_empty_model_type_reads_as_empty():
+    worker = FakeWorker("mm-worker", "backend", INTERNAL)
+    assert checks.compare_card(worker, _card(model_type="", needs=[["encode"]]), "model-x") == []
+
+
+def test_needs_compare_as_sets_of_groups():
+    expected = ExpectedCard(
+        CHAT_COMPLETIONS, "Tokens", "encode", (("prefill", "decode"), ("aggregated",))
+    )
+    worker = FakeWorker("enc", "backend", expected)
+    card = _card(worker_type="encode", needs=[["aggregated"], ["decode", "prefill"]])
+    assert checks.compare_card(worker, card, "model-x") == []
+
+
+def test_card_without_instance():
+    s = state(
+        instance_entry("backend", 7, 25012), card_entry("backend", 7), card_entry("backend", 9)
+    )
+    (violation,) = checks.cards_without_instances(s, NS)
+    assert violation.kind == CARD_WITHOUT_INSTANCE and f"/{9:x}" in violation.message
+
+
+def test_loopback_only_addresses_pass_and_others_fail():
+    assert checks.non_loopback_addresses(state(instance_entry("backend", 7, 1)), NS) == []
+    found = checks.non_loopback_addresses(
+        state(instance_entry("backend", 7, 1, host="10.1.2.3")), NS
+    )
+    assert [v.kind for v in found] == [NON_LOOPBACK] and "10.1.2.3" in found[0].message
+
+
+def test_incompatible_workers_line_in_the_frontend_log():
+    log = "INFO something\nWARN Rejected incompatible workers model=model-x checksum=abc\n"
+    (violation,) = checks.incompatible_workers(log, "model-x")
+    assert violation.kind == INCOMPATIBLE_WORKERS and "checksum=abc" in violation.message
+    assert checks.incompatible_workers("INFO all good\n", "model-x") == []
+
+
+def _exchange(status: int, after_ready: bool) -> Exchange:
+    return Exchange(time.time(), "POST", "/v1/chat/completions", status, "body", after_ready)
+
+
+def test_503_counts_only_after_readiness():
+    assert checks.bad_exchanges([_exchange(503, False), _exchange(200, True)]) == []
+    (violation,) = checks.bad_exchanges([_exchange(503, True)])
+    assert violation.kind == STATUS_503
+    assert "POST /v1/chat/completions -> 503" in violation.message
+
+
+def test_404_and_5xx_for_a_listed_model():
+    found = checks.bad_exchanges([_exchange(404, True), _exchange(500, True)])
+    assert [v.kind for v in found] == [BAD_RESPONSE] and "-> 404" in found[0].message
+
+
+def test_servable_follows_the_declared_needs():
+    encoder = ExpectedCard(
+        CHAT_COMPLETIONS, "Tokens", "encode", (("prefill", "decode"), ("aggregated",))
+    )
+    prefill = ExpectedCard("Prefill", "Tokens", "prefill", (("decode",),), public=False)
+    decode_internal = ExpectedCard(EMPTY, "Tokens", "decode", (("prefill",),), public=False)
+    assert checks.servable([AGG])
+    assert checks.servable([AGG, AGG])
+    assert not checks.servable([prefill, decode_internal])  # no public worker yet
+    assert not checks.servable([encoder])  # needs unmet
+    assert checks.servable([encoder, prefill, decode_internal])
+    assert checks.servable([encoder, INTERNAL])

@@ -1,0 +1,73 @@
+"""The discovery observer against a real etcd: typed records, prompt wake-ups, deletes."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from harness.deadline import Deadline
+from harness.observer import DiscoveryObserver
+from tests.fakes import NS, card_entry, instance_entry
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def observer(infra_endpoints):
+    obs = DiscoveryObserver(infra_endpoints.etcd).start()
+    yield obs
+    obs.client.delete_prefix(f"v1/instances/{NS}/")
+    obs.client.delete_prefix(f"v1/mdc/{NS}/")
+    obs.stop()
+
+
+def test_keys_written_before_start_are_seen(infra_endpoints):
+    writer = DiscoveryObserver(infra_endpoints.etcd)
+    writer.client.put(*instance_entry("early", 1, 25012))
+    obs = DiscoveryObserver(infra_endpoints.etcd).start()
+    try:
+        assert [i.component for i in obs.state().instances(NS)] == ["early"]
+    finally:
+        writer.client.delete_prefix(f"v1/instances/{NS}/")
+        obs.stop()
+
+
+def test_a_wait_returns_promptly_after_the_write(observer):
+    key, value = card_entry("backend", 7, worker_type="decode", needs=[["prefill"]])
+    timer = threading.Timer(0.5, lambda: observer.client.put(key, value))
+    timer.start()
+    started = time.monotonic()
+    card = observer.wait_for(lambda s: next(iter(s.cards(NS)), None), Deadline(10))
+    waited = time.monotonic() - started
+    assert card is not None and card.worker_type == "decode" and card.needs == (("prefill",),)
+    assert waited < 5  # woken by the watch, not by the deadline
+    assert observer.first_put(key) is not None
+
+
+def test_deletes_are_applied(observer):
+    key, value = instance_entry("backend", 9, 25012)
+    observer.client.put(key, value)
+    observer.wait_for(lambda s: s.instances(NS), Deadline(10))
+    observer.client.delete(key)
+    gone = observer.wait_for(lambda s: not s.instances(NS), Deadline(10))
+    assert gone
+    assert [e.kind for e in observer.events if e.key == key] == ["put", "delete"]
+
+
+def test_a_guard_ends_the_wait(observer):
+    class Died(Exception):
+        pass
+
+    def guard() -> None:
+        raise Died
+
+    with pytest.raises(Died):
+        observer.wait_for(lambda s: None, Deadline(30), guard=guard)
+
+
+def test_direct_read_sees_what_the_watch_may_not_have_yet(observer):
+    key, value = card_entry("backend", 11)
+    observer.client.put(key, value)
+    assert key in observer.read_now([f"v1/mdc/{NS}/"]).raw
