@@ -25,6 +25,9 @@ fi
 
 [ -x "$VENV/bin/python" ] || { log "venv: $VENV"; "$PY" -m venv "$VENV"; }
 PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
+# This machine's pip config lists local indexes that may be absent; keep their noise out.
+exec 2> >(grep -v -e "is ignored: it is neither" -e "which is not installed" \
+  -e "dependency resolver does not currently" >&2)
 
 # Each step is stamped with the hash of its inputs, so a rerun with unchanged files is a no-op.
 stamp_dir="$VENV/.harness-stamps"; mkdir -p "$stamp_dir"

@@ -200,6 +200,8 @@ class Deployment:
             process_ports=process_ports,
             tmpdir=self.session.scratch / f"{self.namespace[-6:]}-{len(self.workers)}",
         )
+        if self.session.settings.tier == "gpu":  # one GPU per worker, in declaration order
+            env["CUDA_VISIBLE_DEVICES"] = str(len(self.workers))
         proc = ManagedProcess(
             role=spec.role,
             argv=worker_argv(self.session.settings.tier, request),

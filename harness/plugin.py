@@ -76,6 +76,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="seconds a serving worker may lack its card once all peers serve",
     )
     group.addoption(
+        "--inject-fault",
+        action="append",
+        default=[],
+        metavar="ROLE=FAULT",
+        help="CPU tier: run ROLE with a fault (see workers/faults.py) in every topology that "
+        "has that role, to see what the harness reports",
+    )
+    group.addoption(
         "--list-deadline",
         type=float,
         default=30.0,
@@ -95,8 +103,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Self-tests run only when -m names them (or, for pre_merge ones, with no -m at all);
     nightly items only when -m is given."""
     expression = config.getoption("markexpr") or ""
+    tier = config.getoption("tier")
     keep, drop = [], []
     for item in items:
+        _mark_hardware(item, tier)
         is_selftest = item.get_closest_marker("selftest") is not None
         nightly = item.get_closest_marker("nightly") is not None
         if (expression and is_selftest and "selftest" not in expression) or (
@@ -108,6 +118,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _mark_hardware(item: pytest.Item, tier: str) -> None:
+    """gpu_0 on the CPU tier; on the GPU tier gpu_1 or gpu_2 by how many workers run."""
+    if item.get_closest_marker("e2e") is None:
+        return
+    topology = getattr(item, "callspec", None) and item.callspec.params.get("topology")
+    if tier == "cpu":
+        item.add_marker(pytest.mark.gpu_0)
+    elif isinstance(topology, Topology):
+        item.add_marker(pytest.mark.gpu_1 if len(topology.workers) == 1 else pytest.mark.gpu_2)
 
 
 def topology_param(topology: Topology, *extra_marks: pytest.MarkDecorator) -> object:
@@ -201,6 +222,7 @@ def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator
     """`deploy(topology, faults={role: fault}, fault_delay_s=0)`: start it and wait until
     it is ready (raises ContractFailure otherwise). Everything started is stopped after."""
     started: list[Deployment] = []
+    injected = dict(pair.split("=", 1) for pair in request.config.getoption("inject_fault"))
 
     def _deploy(
         topology: Topology,
@@ -208,6 +230,9 @@ def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator
         fault_delay_s: float = 0.0,
         strict: bool = False,
     ) -> Deployment:
+        if faults is None:
+            roles = {w.role for w in topology.workers}
+            faults = {role: fault for role, fault in injected.items() if role in roles}
         if faults and harness_session.settings.tier != "cpu":
             pytest.skip("fault injection needs the CPU tier")
         deployment = Deployment(topology, harness_session, faults, fault_delay_s, strict)
