@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from harness.http_client import RecordingClient
 
 
@@ -83,13 +85,13 @@ def _chat(client: RecordingClient, model: str, *, image: bool, stream: bool, kin
     reply = client.post_json(path, payload)
     data = _json(reply.text) or {}
     content = ((data.get("choices") or [{}])[0].get("message") or {}).get("content")
-    return _judge(kind, path, reply.status_code, reply.text, bool(content), "empty message content")
+    return _judge(kind, path, reply, bool(content), "empty message content")
 
 
-def _judge(kind: str, path: str, status: int, body: str, good: bool, what: str) -> Reply:
-    if status != 200:
-        return Reply(kind, path, status, f"status {status}", body)
-    return Reply(kind, path, status, None if good else what, body)
+def _judge(kind: str, path: str, reply: httpx.Response, good: bool, what: str) -> Reply:
+    if reply.status_code != 200:
+        return Reply(kind, path, reply.status_code, f"status {reply.status_code}", reply.text)
+    return Reply(kind, path, 200, None if good else what, reply.text)
 
 
 def _completion(client: RecordingClient, model: str) -> Reply:
@@ -97,7 +99,7 @@ def _completion(client: RecordingClient, model: str) -> Reply:
     reply = client.post_json(path, {"model": model, "prompt": "Hello", "max_tokens": 8})
     data = _json(reply.text) or {}
     text = (data.get("choices") or [{}])[0].get("text")
-    return _judge("completion", path, reply.status_code, reply.text, bool(text), "empty text")
+    return _judge("completion", path, reply, bool(text), "empty text")
 
 
 def _embedding(client: RecordingClient, model: str) -> Reply:
@@ -109,8 +111,7 @@ def _embedding(client: RecordingClient, model: str) -> Reply:
     return _judge(
         "embedding",
         path,
-        reply.status_code,
-        reply.text,
+        reply,
         good,
         f"expected {len(inputs)} non-empty embeddings, got {len(data)}",
     )
@@ -128,46 +129,41 @@ def _rerank(client: RecordingClient, model: str) -> Reply:
     return _judge(
         "rerank",
         path,
-        reply.status_code,
-        reply.text,
+        reply,
         good,
         f"expected {len(documents)} scored results, got {len(results)}",
     )
 
 
-def _image(client: RecordingClient, model: str) -> Reply:
-    path = "/v1/images/generations"
-    reply = client.post_json(
-        path,
-        {
-            "model": model,
-            "prompt": "a red square",
-            "size": "32x32",
-            "response_format": "b64_json",
-            "n": 1,
-        },
-    )
+def _media(kind: str, path: str, client: RecordingClient, payload: dict[str, Any]) -> Reply:
+    """Image and video generation: data[0] must carry the media (inline or by URL)."""
+    reply = client.post_json(path, payload)
     data = (_json(reply.text) or {}).get("data") or []
     good = bool(data) and bool(data[0].get("b64_json") or data[0].get("url"))
-    return _judge("image", path, reply.status_code, reply.text, good, "no image in data[]")
+    return _judge(kind, path, reply, good, f"no {kind} in data[]")
+
+
+def _image(client: RecordingClient, model: str) -> Reply:
+    payload = {
+        "model": model,
+        "prompt": "a red square",
+        "size": "32x32",
+        "response_format": "b64_json",
+        "n": 1,
+    }
+    return _media("image", "/v1/images/generations", client, payload)
 
 
 def _video(client: RecordingClient, model: str) -> Reply:
-    path = "/v1/videos"
-    reply = client.post_json(
-        path,
-        {
-            "model": model,
-            "prompt": "a red square",
-            "size": "32x32",
-            "seconds": 1,
-            "response_format": "b64_json",
-            "nvext": {"num_frames": 2, "fps": 2, "num_inference_steps": 1},
-        },
-    )
-    data = (_json(reply.text) or {}).get("data") or []
-    good = bool(data) and bool(data[0].get("b64_json") or data[0].get("url"))
-    return _judge("video", path, reply.status_code, reply.text, good, "no video in data[]")
+    payload = {
+        "model": model,
+        "prompt": "a red square",
+        "size": "32x32",
+        "seconds": 1,
+        "response_format": "b64_json",
+        "nvext": {"num_frames": 2, "fps": 2, "num_inference_steps": 1},
+    }
+    return _media("video", "/v1/videos", client, payload)
 
 
 KINDS: dict[str, Callable[[RecordingClient, str], Reply]] = {

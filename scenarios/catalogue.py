@@ -24,50 +24,67 @@ _MM = ("--enable-multimodal", "--chat-template", "qwen2-vl", "--embedding-transf
 _DEDICATED = (*_MM, "--dedicated-mm-encoder")
 
 
+def _worker(role: str, component: str, model: str, card: ExpectedCard, *flags: str) -> WorkerSpec:
+    return WorkerSpec(role=role, flags=flags, model=model, component=component, card=card)
+
+
+_ENCODER_CARD = ExpectedCard(
+    CHAT_COMPLETIONS, "Tokens", "encode", (("prefill", "decode"), ("aggregated",))
+)
+_MM_ENCODER = _worker(
+    "mm-encoder",
+    "encode",
+    "vision-language",
+    _ENCODER_CARD,
+    *_MM,
+    "--disaggregation-mode",
+    "encode",
+)
+_MM_REQUESTS = ("chat-image", "chat-image-stream")
+_TEXT_REQUESTS = ("chat", "chat-stream", "completion")
+
 AGGREGATED = Topology(
     name="aggregated",
     workers=(
-        WorkerSpec(
-            role="worker",
-            flags=(),
-            model="text",
-            component="backend",
-            card=ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated"),
+        _worker(
+            "worker", "backend", "text", ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated")
         ),
     ),
-    requests=("chat", "chat-stream", "completion"),
+    requests=_TEXT_REQUESTS,
 )
 
 DISAGGREGATED = Topology(
     name="disaggregated",
     workers=(
-        WorkerSpec(
-            role="prefill",
-            flags=("--disaggregation-mode", "prefill"),
-            model="text",
-            component="prefill",
-            card=ExpectedCard("Prefill", "Tokens", "prefill", (("decode",),), public=False),
+        _worker(
+            "prefill",
+            "prefill",
+            "text",
+            ExpectedCard("Prefill", "Tokens", "prefill", (("decode",),), public=False),
+            "--disaggregation-mode",
+            "prefill",
         ),
-        WorkerSpec(
-            role="decode",
-            flags=("--disaggregation-mode", "decode"),
-            model="text",
-            component="backend",
-            card=ExpectedCard(CHAT_COMPLETIONS, "Tokens", "decode", (("prefill",),)),
+        _worker(
+            "decode",
+            "backend",
+            "text",
+            ExpectedCard(CHAT_COMPLETIONS, "Tokens", "decode", (("prefill",),)),
+            "--disaggregation-mode",
+            "decode",
         ),
     ),
-    requests=("chat", "chat-stream", "completion"),
+    requests=_TEXT_REQUESTS,
 )
 
 EMBEDDING_TOPOLOGY = Topology(
     name="embedding",
     workers=(
-        WorkerSpec(
-            role="embedding",
-            flags=("--embedding-worker",),
-            model="text",
-            component="backend",
-            card=ExpectedCard(EMBEDDING, "Text", "aggregated"),
+        _worker(
+            "embedding",
+            "backend",
+            "text",
+            ExpectedCard(EMBEDDING, "Text", "aggregated"),
+            "--embedding-worker",
         ),
     ),
     requests=("embedding",),
@@ -76,12 +93,12 @@ EMBEDDING_TOPOLOGY = Topology(
 RERANK_TOPOLOGY = Topology(
     name="rerank",
     workers=(
-        WorkerSpec(
-            role="rerank",
-            flags=("--rerank-worker",),
-            model="cross-encoder",
-            component="rerank",
-            card=ExpectedCard(RERANK, "Text", "aggregated"),
+        _worker(
+            "rerank",
+            "rerank",
+            "cross-encoder",
+            ExpectedCard(RERANK, "Text", "aggregated"),
+            "--rerank-worker",
         ),
     ),
     requests=("rerank",),
@@ -90,55 +107,45 @@ RERANK_TOPOLOGY = Topology(
 MM_ENCODE_PD = Topology(
     name="mm-encode-pd",
     workers=(
-        WorkerSpec(
-            role="mm-encoder",
-            flags=(*_MM, "--disaggregation-mode", "encode"),
-            model="vision-language",
-            component="encode",
-            card=ExpectedCard(
-                CHAT_COMPLETIONS, "Tokens", "encode", (("prefill", "decode"), ("aggregated",))
-            ),
-        ),
-        WorkerSpec(
-            role="mm-worker",
-            flags=(*_DEDICATED, "--disaggregation-mode", "pd"),
-            model="vision-language",
-            component="backend",
-            card=ExpectedCard(EMPTY, "Tokens", "aggregated", (("encode",),), public=False),
+        _MM_ENCODER,
+        _worker(
+            "mm-worker",
+            "backend",
+            "vision-language",
+            ExpectedCard(EMPTY, "Tokens", "aggregated", (("encode",),), public=False),
+            *_DEDICATED,
+            "--disaggregation-mode",
+            "pd",
         ),
     ),
-    requests=("chat-image", "chat-image-stream"),
+    requests=_MM_REQUESTS,
     marks=("multimodal",),
 )
 
 MM_ENCODE_P_D = Topology(
     name="mm-encode-p-d",
     workers=(
-        WorkerSpec(
-            role="mm-encoder",
-            flags=(*_MM, "--disaggregation-mode", "encode"),
-            model="vision-language",
-            component="encode",
-            card=ExpectedCard(
-                CHAT_COMPLETIONS, "Tokens", "encode", (("prefill", "decode"), ("aggregated",))
-            ),
+        _MM_ENCODER,
+        _worker(
+            "mm-prefill",
+            "prefill",
+            "vision-language",
+            ExpectedCard(EMPTY, "Tokens", "prefill", (("decode",),), public=False),
+            *_DEDICATED,
+            "--disaggregation-mode",
+            "prefill",
         ),
-        WorkerSpec(
-            role="mm-prefill",
-            flags=(*_DEDICATED, "--disaggregation-mode", "prefill"),
-            model="vision-language",
-            component="prefill",
-            card=ExpectedCard(EMPTY, "Tokens", "prefill", (("decode",),), public=False),
-        ),
-        WorkerSpec(
-            role="mm-decode",
-            flags=(*_DEDICATED, "--disaggregation-mode", "decode"),
-            model="vision-language",
-            component="backend",
-            card=ExpectedCard(EMPTY, "Tokens", "decode", (("prefill",),), public=False),
+        _worker(
+            "mm-decode",
+            "backend",
+            "vision-language",
+            ExpectedCard(EMPTY, "Tokens", "decode", (("prefill",),), public=False),
+            *_DEDICATED,
+            "--disaggregation-mode",
+            "decode",
         ),
     ),
-    requests=("chat-image", "chat-image-stream"),
+    requests=_MM_REQUESTS,
     marks=("multimodal",),
     known_violations=(
         KnownViolation(
@@ -154,12 +161,12 @@ MM_ENCODE_P_D = Topology(
 IMAGE_DIFFUSION = Topology(
     name="image-diffusion",
     workers=(
-        WorkerSpec(
-            role="image-diffusion",
-            flags=("--image-diffusion-worker",),
-            model="diffusion",
-            component="backend",
-            card=ExpectedCard(CHAT_IMAGES, "Text", "aggregated"),
+        _worker(
+            "image-diffusion",
+            "backend",
+            "diffusion",
+            ExpectedCard(CHAT_IMAGES, "Text", "aggregated"),
+            "--image-diffusion-worker",
         ),
     ),
     requests=("image",),
@@ -168,12 +175,12 @@ IMAGE_DIFFUSION = Topology(
 VIDEO_GENERATION = Topology(
     name="video-generation",
     workers=(
-        WorkerSpec(
-            role="video-generation",
-            flags=("--video-generation-worker",),
-            model="diffusion",
-            component="backend",
-            card=ExpectedCard(VIDEOS, "Text", "aggregated"),
+        _worker(
+            "video-generation",
+            "backend",
+            "diffusion",
+            ExpectedCard(VIDEOS, "Text", "aggregated"),
+            "--video-generation-worker",
         ),
     ),
     requests=("video",),

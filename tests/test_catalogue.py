@@ -1,0 +1,30 @@
+"""The catalogue is well formed, and the README's contract table says what the catalogue says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.assets import ASSET_KEYS
+from harness.cli import topologies_table
+from harness.requests import KINDS
+from scenarios.catalogue import CATALOGUE
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+MM_FLAGS = "--enable-multimodal --chat-template qwen2-vl --embedding-transfer-mode local"
+
+
+def test_every_topology_is_well_formed():
+    assert len({t.name for t in CATALOGUE}) == len(CATALOGUE) == 8
+    for topology in CATALOGUE:
+        roles = [w.role for w in topology.workers]
+        assert len(set(roles)) == len(roles), topology.name
+        assert topology.public_workers, f"{topology.name} has no public worker"
+        assert set(topology.requests) <= set(KINDS), topology.name
+        assert {w.model for w in topology.workers} <= set(ASSET_KEYS), topology.name
+
+
+def test_readme_contract_table_matches_the_catalogue():
+    generated = topologies_table().replace(f"`{MM_FLAGS} ", "MM + `").splitlines()[2:]
+    readme_rows = [line for line in README.read_text().splitlines() if line.startswith("| ")]
+    for row in generated:
+        assert row in readme_rows, f"README is missing or differs on:\n{row}"
