@@ -157,25 +157,33 @@ def cards_without_instances(state: DiscoveryState, namespace: str) -> list[Viola
 _ADDRESS = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d{1,3}){3})(?::\d+)?")
 
 
-def non_loopback_addresses(state: DiscoveryState, namespace: str) -> list[Violation]:
-    """Every IPv4 address a worker advertises in its keys must be 127.0.0.1."""
-    found: list[Violation] = []
+def advertised_addresses(state: DiscoveryState, namespace: str) -> dict[str, set[str]]:
+    """Every IPv4 address in the namespace's keys, by key."""
+    found: dict[str, set[str]] = {}
     for key in state.keys(namespace):
         text = state.raw[key].decode(errors="replace")
-        for address in sorted(set(_ADDRESS.findall(text))):
-            try:
-                ip = ipaddress.ip_address(address)
-            except ValueError:
-                continue
-            if ip != ipaddress.ip_address("127.0.0.1"):
-                found.append(
-                    Violation(
-                        NON_LOOPBACK,
-                        None,
-                        f"{key} advertises {address}, not 127.0.0.1",
-                    )
-                )
+        addresses = {a for a in _ADDRESS.findall(text) if _is_ip(a)}
+        if addresses:
+            found[key] = addresses
     return found
+
+
+def non_loopback_addresses(state: DiscoveryState, namespace: str) -> list[Violation]:
+    """Every IPv4 address a worker advertises in its keys must be 127.0.0.1."""
+    return [
+        Violation(NON_LOOPBACK, None, f"{key} advertises {address}, not 127.0.0.1")
+        for key, addresses in advertised_addresses(state, namespace).items()
+        for address in sorted(addresses)
+        if address != "127.0.0.1"
+    ]
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def incompatible_workers(frontend_log: str, model_name: str) -> list[Violation]:

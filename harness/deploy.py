@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import os
 import signal
 import threading
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from harness import checks
+from harness import checks, ports
 from harness.contract import ExpectedCard
 from harness.deadline import Deadline
 from harness.frontend import Frontend
@@ -214,6 +215,7 @@ class Deployment:
     def stop(self) -> None:
         self._listing.stop()
         stop_all([w.proc for w in self.workers], grace=self.session.settings.stop_grace_s)
+        ports.release([port for w in self.workers for port in w.ports.all()])
         self.client.close()
 
     def kill(self, role: str) -> None:
@@ -221,13 +223,17 @@ class Deployment:
         worker = self.worker(role)
         self._killed.add(role)
         with contextlib.suppress(ProcessLookupError):
-            import os
-
             os.killpg(worker.pid, signal.SIGKILL)
         worker.proc.popen_wait(5)
 
     def worker(self, role: str) -> Worker:
         return next(w for w in self.workers if w.role == role)
+
+    def advertised_addresses(self) -> set[str]:
+        """Every IPv4 address the workers advertise in etcd (read directly, now)."""
+        ns = self.namespace
+        state = self.session.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
+        return set().union(*checks.advertised_addresses(state, ns).values())
 
     def card(self, role: str) -> ModelCard | None:
         state = self.session.observer.state()

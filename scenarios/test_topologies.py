@@ -15,4 +15,5 @@ def test_registers_and_serves(topology, deploy):
     deployment = deploy(topology)
     replies = [deployment.send(kind) for kind in topology.requests]
     assert all(reply.ok for reply in replies), "\n".join(r.describe() for r in replies)
+    assert deployment.advertised_addresses() == {"127.0.0.1"}
     deployment.verify()
