@@ -12,14 +12,10 @@ import contextlib
 import importlib.metadata
 import os
 import signal
-import threading
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-
-import httpx
 
 from harness import checks, ports
 from harness.contract import ExpectedCard
@@ -27,6 +23,7 @@ from harness.deadline import Deadline
 from harness.frontend import Frontend
 from harness.http_client import RecordingClient
 from harness.infra import Endpoints
+from harness.listing import ListingWatch
 from harness.loopback import ProcessPorts, dynamo_env
 from harness.observer import DiscoveryObserver, DiscoveryState
 from harness.processes import ManagedProcess, stop_all
@@ -99,50 +96,6 @@ class Worker:
         return self.ports.tcp_rpc
 
 
-@dataclass
-class _ListingWatch:
-    """Polls /v1/models while workers register, to see *when* the model appears, and reads
-    etcd directly at that moment: a worker card missing from etcd then is proof that the
-    frontend listed the model before its topology was complete (never a false alarm)."""
-
-    base_url: str
-    model_name: str
-    missing_cards_now: Callable[[], list[str]]
-    listed_at: float | None = None  # wall time
-    missing_when_listed: list[str] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="listing-watch", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        with httpx.Client(base_url=self.base_url, timeout=2.0) as client:
-            while not self._stop.is_set():
-                if self.listed(client):
-                    self.missing_when_listed = self.missing_cards_now()
-                    self.listed_at = time.time()
-                    return
-                self._stop.wait(0.05)
-
-    def listed(self, client: httpx.Client) -> bool:
-        with contextlib.suppress(httpx.HTTPError, ValueError):
-            data = client.get("/v1/models").json().get("data", [])
-            return any(m.get("id") == self.model_name for m in data)
-        return False
-
-    def wait(self, deadline: Deadline) -> bool:
-        if self._thread is not None:
-            self._thread.join(timeout=deadline.remaining)
-        return self.listed_at is not None
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-
 class Deployment:
     def __init__(
         self,
@@ -169,7 +122,7 @@ class Deployment:
         self.client = RecordingClient(session.frontend.base_url)
         self.replies: list[Reply] = []
         self._frontend_log_offset = session.frontend.log_offset()
-        self._listing = _ListingWatch(
+        self._listing = ListingWatch(
             session.frontend.base_url, self.model_name, self._roles_without_card_in_etcd
         )
         self._killed: set[str] = set()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,9 +21,8 @@ from harness.frontend import start_frontend
 from harness.infra import PROVIDERS, Endpoints, select_provider
 from harness.observer import DiscoveryObserver
 from harness.processes import install_cleanup_handlers
-from harness.timeline import HEADER, WorkerTimeline
+from harness.timeline import HEADER
 from harness.topology import Topology
-from harness.violations import Violation
 
 MARKERS = {
     "sglang": "exercises dynamo.sglang workers",
@@ -38,8 +36,6 @@ MARKERS = {
     "nightly": "the long matrix; skipped unless selected with -m",
     "selftest": "fault-injection self-tests of the harness's own checks",
 }
-_TIMELINES = pytest.StashKey[list[tuple[str, list[WorkerTimeline]]]]()
-_KNOWN = pytest.StashKey[list[tuple[str, Violation, str]]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -94,8 +90,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    config.stash[_TIMELINES] = []
-    config.stash[_KNOWN] = []
+    config.pluginmanager.register(_RunReport(), "discovery-harness-report")
     install_cleanup_handlers()
 
 
@@ -248,29 +243,42 @@ def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator
 
 
 def _record_timeline(request: pytest.FixtureRequest, deployment: Deployment) -> None:
-    rows = deployment.timeline()
-    for row in rows:
+    """Into the test's report (JUnit properties, and xdist carries them to the controller)."""
+    properties = request.node.user_properties
+    for row in deployment.timeline():
+        properties.append((TIMELINE_ROW, row.row()))
         for step, offset in row.offsets().items():
-            request.node.user_properties.append((f"timeline.{row.role}.{step}_s", offset))
-    request.config.stash[_TIMELINES].append((request.node.nodeid, rows))
+            properties.append((f"timeline.{row.role}.{step}_s", offset))
     for violation, reason in deployment.known_seen:
-        request.node.user_properties.append(("known_violation", f"{violation.kind}: {reason}"))
-        request.config.stash[_KNOWN].append((request.node.nodeid, violation, reason))
+        properties.append((KNOWN_VIOLATION, f"[{violation.kind}] {reason}"))
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    known = terminalreporter.config.stash.get(_KNOWN, [])
-    if known:
-        terminalreporter.section("known violations of this Dynamo release (reported, not failed)")
-        for nodeid, violation, reason in known:
-            terminalreporter.write_line(f"{nodeid}: [{violation.kind}] {reason}")
-            terminalreporter.write_line(f"    seen: {violation.message[:300]}")
-    timelines = terminalreporter.config.stash.get(_TIMELINES, [])
-    if not timelines:
-        return
-    terminalreporter.section("registration timeline (seconds after each process start)")
-    terminalreporter.write_line(f"{'test':<60} {HEADER}")
-    for nodeid, rows in timelines:
-        for row in rows:
-            terminalreporter.write_line(f"{nodeid[-60:]:<60} {row.row()}")
-    terminalreporter.write_line(f"(recorded {time.strftime('%H:%M:%S')})")
+TIMELINE_ROW, KNOWN_VIOLATION = "timeline_row", "known_violation"
+
+
+class _RunReport:
+    """Collects timelines and known violations from every test report, on the controller."""
+
+    def __init__(self) -> None:
+        self.timelines: list[tuple[str, str]] = []
+        self.known: list[tuple[str, str]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            if name == TIMELINE_ROW:
+                self.timelines.append((report.nodeid, str(value)))
+            elif name == KNOWN_VIOLATION:
+                self.known.append((report.nodeid, str(value)))
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.known:
+            terminalreporter.section("known violations of this Dynamo release (not failed)")
+            for nodeid, text in self.known:
+                terminalreporter.write_line(f"{nodeid}: {text}")
+        if self.timelines:
+            terminalreporter.section("registration timeline (seconds after each process start)")
+            terminalreporter.write_line(f"{'test':<60} {HEADER}")
+            for nodeid, row in self.timelines:
+                terminalreporter.write_line(f"{nodeid[-60:]:<60} {row}")

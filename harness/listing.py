@@ -1,0 +1,57 @@
+"""When does the frontend first list a model, and was its topology complete at that moment?"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+
+from harness.deadline import Deadline
+
+
+@dataclass
+class ListingWatch:
+    """Polls /v1/models while workers register, to see *when* the model appears, and reads
+    etcd directly at that moment: a worker card missing from etcd then is proof that the
+    frontend listed the model before its topology was complete (never a false alarm)."""
+
+    base_url: str
+    model_name: str
+    missing_cards_now: Callable[[], list[str]]
+    listed_at: float | None = None  # wall time
+    missing_when_listed: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="listing-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.base_url, timeout=2.0) as client:
+            while not self._stop.is_set():
+                if self.listed(client):
+                    self.missing_when_listed = self.missing_cards_now()
+                    self.listed_at = time.time()
+                    return
+                self._stop.wait(0.05)
+
+    def listed(self, client: httpx.Client) -> bool:
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            data = client.get("/v1/models").json().get("data", [])
+            return any(m.get("id") == self.model_name for m in data)
+        return False
+
+    def wait(self, deadline: Deadline) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout=deadline.remaining)
+        return self.listed_at is not None
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
