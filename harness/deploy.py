@@ -182,10 +182,15 @@ class Deployment:
     def worker(self, role: str) -> Worker:
         return next(w for w in self.workers if w.role == role)
 
+    def _discovery_now(self) -> DiscoveryState:
+        """This namespace's instances and cards, read from etcd directly (no watch lag)."""
+        ns = self.namespace
+        return self.session.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
+
     def advertised_addresses(self) -> set[str]:
         """Every IPv4 address the workers advertise in etcd (read directly, now)."""
         ns = self.namespace
-        state = self.session.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
+        state = self._discovery_now()
         return set().union(*checks.advertised_addresses(state, ns).values())
 
     def card(self, role: str) -> ModelCard | None:
@@ -275,7 +280,7 @@ class Deployment:
 
     def _roles_without_card_in_etcd(self) -> list[str]:
         ns = self.namespace
-        state = self.session.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
+        state = self._discovery_now()
         return [w.role for w in self.workers if not checks.records_for(state, ns, w).registered]
 
     def _await_listing(self) -> list[Violation]:
@@ -381,7 +386,7 @@ class Deployment:
             self.session.frontend.log_since(self._frontend_log_offset), self.model_name
         )
         ns = self.namespace
-        state = self.session.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
+        state = self._discovery_now()
         violations += checks.cards_without_instances(state, ns)
         violations += checks.non_loopback_addresses(state, ns)
         violations = self._without_known(violations)
