@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ASSET_KEYS = ("text", "vision-language", "cross-encoder", "diffusion")
+ASSET_KEYS = ("text", "embedding", "rerank", "vision-language", "image", "video")
 
 
 def cpu_assets(root: Path) -> dict[str, Path]:
@@ -18,9 +18,11 @@ def cpu_assets(root: Path) -> dict[str, Path]:
 
     return {
         "text": write_text_model(root / "text"),
+        "embedding": write_text_model(root / "embedding"),
+        "rerank": write_cross_encoder_model(root / "rerank"),
         "vision-language": write_vision_language_model(root / "vision-language"),
-        "cross-encoder": write_cross_encoder_model(root / "cross-encoder"),
-        "diffusion": write_diffusion_model(root / "diffusion"),
+        "image": write_diffusion_model(root / "image"),
+        "video": write_diffusion_model(root / "video"),
     }
 
 

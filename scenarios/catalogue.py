@@ -82,7 +82,7 @@ EMBEDDING_TOPOLOGY = Topology(
         _worker(
             "embedding",
             "backend",
-            "text",
+            "embedding",
             ExpectedCard(EMBEDDING, "Text", "aggregated"),
             "--embedding-worker",
         ),
@@ -96,7 +96,7 @@ RERANK_TOPOLOGY = Topology(
         _worker(
             "rerank",
             "rerank",
-            "cross-encoder",
+            "rerank",
             ExpectedCard(RERANK, "Text", "aggregated"),
             "--rerank-worker",
         ),
@@ -164,7 +164,7 @@ IMAGE_DIFFUSION = Topology(
         _worker(
             "image-diffusion",
             "backend",
-            "diffusion",
+            "image",
             ExpectedCard(CHAT_IMAGES, "Text", "aggregated"),
             "--image-diffusion-worker",
         ),
@@ -178,7 +178,7 @@ VIDEO_GENERATION = Topology(
         _worker(
             "video-generation",
             "backend",
-            "diffusion",
+            "video",
             ExpectedCard(VIDEOS, "Text", "aggregated"),
             "--video-generation-worker",
         ),
