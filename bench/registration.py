@@ -24,17 +24,17 @@ from pathlib import Path
 
 import httpx
 
-from harness.assets import cpu_assets
 from harness.deadline import Deadline
 from harness.deploy import Deployment, Session, Settings
 from harness.frontend import start_frontend
 from harness.infra.local_process import LocalProcessProvider
-from harness.loopback import ProcessPorts, dynamo_env
+from harness.loopback import ProcessPorts
+from harness.model_source import TinyModels
 from harness.observer import DiscoveryObserver
 from harness.processes import ManagedProcess, stop_all
-from harness.topology import Topology
+from harness.runtime.launch import WorkerSite, worker_command
+from harness.topology import Scenario, Topology
 from scenarios.catalogue import by_name
-from workers.launch import LaunchRequest, worker_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,26 +46,28 @@ def bare_start_to_listed(session: Session, topology: Topology, tag: str) -> floa
     procs = []
     started = time.monotonic()
     for index, spec in enumerate(topology.workers):
-        process_ports = ProcessPorts.allocate()
-        request = LaunchRequest(
-            spec,
-            session.assets[spec.model],
-            model,
-            namespace,
-            process_ports.bootstrap,
-            session.workdir / "media",
-        )
-        env = dynamo_env(
-            etcd_endpoint=session.endpoints.etcd,
-            nats_url=session.endpoints.nats,
-            process_ports=process_ports,
+        site = WorkerSite(
+            namespace=namespace,
+            model_name=model,
+            ports=ProcessPorts.allocate(),
+            etcd=session.endpoints.etcd,
+            nats=session.endpoints.nats,
             tmpdir=session.scratch / f"b{tag}{index}",
+            media_dir=session.workdir / "media",
+        )
+        command = worker_command(
+            "cpu",
+            Scenario.packed(topology),
+            spec,
+            model_path=session.models(topology.name, spec.model),
+            site=site,
+            timeout_s=180,
         )
         procs.append(
             ManagedProcess(
                 spec.role,
-                worker_argv("cpu", request),
-                env,
+                list(command.argv),
+                command.environment(),
                 session.workdir / "bench" / f"{tag}-{spec.role}.log",
                 cwd=ROOT,
             ).start()
@@ -149,7 +151,7 @@ def main() -> None:
             endpoints,
             frontend,
             observer,
-            cpu_assets(workdir / "models"),
+            TinyModels(workdir / "models").path_for,
             workdir,
             Settings(),
             scratch,

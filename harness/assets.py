@@ -1,4 +1,4 @@
-"""Model directories per asset key: generated tiny ones (CPU tier) or given paths (GPU tier)."""
+"""Model asset keys, and the tiny local model directories the CPU tier generates for them."""
 
 from __future__ import annotations
 
@@ -24,14 +24,3 @@ def cpu_assets(root: Path) -> dict[str, Path]:
         "image": write_diffusion_model(root / "image"),
         "video": write_diffusion_model(root / "video"),
     }
-
-
-def gpu_assets(pairs: list[str]) -> dict[str, Path]:
-    """`--model KEY=PATH_OR_HF_ID` options for the GPU tier."""
-    assets: dict[str, Path] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or key not in ASSET_KEYS:
-            raise ValueError(f"--model expects KEY=PATH with KEY in {ASSET_KEYS}, got {pair!r}")
-        assets[key] = Path(value)
-    return assets

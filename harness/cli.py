@@ -1,7 +1,8 @@
-"""Command line: run the conformance suite and report, or print the contract catalogue.
+"""Command line of the harness.
 
 python -m harness conformance [--infra auto|external|docker|process] [pytest args...]
-python -m harness topologies
+python -m harness topologies [--gpu]
+python -m harness plan [--tier gpu|cpu] [--gpus N] [--json] [--topology NAME ...] [--model KEY=REF]
 """
 
 from __future__ import annotations
@@ -11,15 +12,15 @@ import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-import pytest
+from harness import catalogue as catalogue_module
+from harness.catalogue import Catalogue
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_DIR = ROOT / "reports"
 
 
-def topologies_table() -> str:
-    from scenarios.catalogue import CATALOGUE
-
+def topologies_table(catalogue: Catalogue | None = None) -> str:
+    catalogue = catalogue or catalogue_module.load()
     header = (
         "topology",
         "worker",
@@ -32,7 +33,7 @@ def topologies_table() -> str:
         "public",
     )
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for topology in CATALOGUE:
+    for topology in catalogue.topologies:
         for worker in topology.workers:
             card = worker.card
             needs = " or ".join("+".join(g) for g in card.needs) or "-"
@@ -47,6 +48,47 @@ def topologies_table() -> str:
                 card.worker_type,
                 needs,
                 "yes" if card.public else "internal",
+            )
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def gpu_table(catalogue: Catalogue | None = None) -> str:
+    """Per topology and layout: models, GPUs, VRAM estimate, start order and timeout."""
+    catalogue = catalogue or catalogue_module.load()
+    header = (
+        "topology",
+        "layout",
+        "marker",
+        "workers → GPU",
+        "VRAM est.",
+        "start order",
+        "start timeout",
+        "models",
+        "GPU tier",
+    )
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for topology in catalogue.topologies:
+        keys = sorted({w.model for w in topology.workers})
+        models = ", ".join(f"{k}: {catalogue.gpu_models.get(k, '?')}" for k in keys)
+        for layout in topology.gpu.placements:
+            placed = ", ".join(f"{w.role}→{w.gpu}" for w in layout.workers)
+            known = [w.vram_gib for w in layout.workers if w.vram_gib]
+            vram = (
+                f"~{sum(known):.1f} GiB"
+                if len(known) == len(layout.workers)
+                else "per GPU: all free"
+            )
+            cells = (
+                topology.name,
+                layout.name,
+                f"gpu_{layout.gpus}",
+                placed,
+                vram,
+                " → ".join(layout.start_order) or "together",
+                f"{layout.start_timeout_s} s",
+                models,
+                "nightly" if topology.gpu.nightly else "every run",
             )
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -69,6 +111,8 @@ def summarise(junit: Path) -> str:
 
 
 def conformance(args: list[str]) -> int:
+    import pytest
+
     REPORT_DIR.mkdir(exist_ok=True)
     junit = REPORT_DIR / "conformance.xml"
     code = pytest.main(
@@ -81,18 +125,39 @@ def conformance(args: list[str]) -> int:
     return int(code)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m harness",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("command", choices=["conformance", "topologies"])
-    known, rest = parser.parse_known_args(argv)
-    if known.command == "topologies":
-        print(topologies_table())
-        return 0
-    return conformance(rest)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser(
+        "conformance", help="run the conformance suite (other arguments go to pytest)"
+    )
+    topologies = commands.add_parser("topologies", help="print the contract table")
+    topologies.add_argument("--gpu", action="store_true", help="the GPU layouts instead")
+    plan = commands.add_parser("plan", help="print every worker's command; start nothing")
+    plan.add_argument("--tier", choices=["cpu", "gpu"], default="gpu")
+    plan.add_argument("--gpus", type=int, default=1, help="GPUs visible to the run (GPU tier)")
+    plan.add_argument("--json", action="store_true", help="one object per worker")
+    plan.add_argument("--topology", action="append", default=[], metavar="NAME")
+    plan.add_argument("--model", action="append", default=[], metavar="KEY=REF")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["conformance"]:  # everything after it belongs to pytest
+        return conformance(argv[1:])
+    args = _parser().parse_args(argv)
+    if args.command == "topologies":
+        print(gpu_table() if args.gpu else topologies_table())
+    elif args.command == "plan":
+        from harness.runtime.plan import plan_command
+
+        print(plan_command(catalogue_module.load(), args))
+    return 0
 
 
 if __name__ == "__main__":

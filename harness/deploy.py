@@ -14,6 +14,7 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,13 +25,15 @@ from harness.frontend import Frontend
 from harness.http_client import RecordingClient
 from harness.infra import Endpoints
 from harness.listing import ListingWatch
-from harness.loopback import ProcessPorts, dynamo_env
+from harness.loopback import ProcessPorts
 from harness.observer import DiscoveryObserver, DiscoveryState
 from harness.processes import ManagedProcess, stop_all
 from harness.records import ModelCard
 from harness.requests import Reply, send
+from harness.runtime import gpus
+from harness.runtime.launch import WorkerSite, worker_command
 from harness.timeline import WorkerTimeline
-from harness.topology import Topology, WorkerSpec
+from harness.topology import Scenario, Topology, WorkerSpec
 from harness.violations import (
     BAD_CONTENT,
     BAD_RESPONSE,
@@ -41,18 +44,30 @@ from harness.violations import (
     ContractFailure,
     Violation,
 )
-from workers.launch import LaunchRequest, worker_argv
 
 NOT_READY_STATUSES = (404, 503)
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
 class Settings:
     tier: str = "cpu"
-    register_deadline_s: float = 120.0  # for a worker to serve and register at all
-    card_grace_s: float = 20.0  # instance without card, once every peer serves, for this long
+    register_deadline_s: float | None = None  # None: 120 s (CPU), the layout's (GPU)
+    card_grace_s: float | None = None  # instance without card, once every peer serves
     list_deadline_s: float = 30.0  # from the last card to the model in /v1/models
     stop_grace_s: float = 15.0
+
+    def register_deadline(self, scenario: Scenario) -> float:
+        """For every worker to serve and register, from the deployment's start."""
+        if self.register_deadline_s is not None:
+            return self.register_deadline_s
+        return 120.0 if self.tier == "cpu" else float(scenario.placement.start_timeout_s)
+
+    @property
+    def card_grace(self) -> float:
+        if self.card_grace_s is not None:
+            return self.card_grace_s
+        return 20.0 if self.tier == "cpu" else 60.0
 
 
 @dataclass
@@ -62,10 +77,11 @@ class Session:
     endpoints: Endpoints
     frontend: Frontend
     observer: DiscoveryObserver
-    assets: dict[str, Path]
+    models: Callable[[str, str], str]  # (topology, asset key) -> model path or HF name
     workdir: Path
     settings: Settings
     scratch: Path  # short private TMPDIR root: sglang's IPC socket paths must fit 107 bytes
+    gpu_share: tuple[str, ...] = ()  # GPU tier: this run's GPUs (disjoint per xdist worker)
 
 
 @dataclass
@@ -99,13 +115,17 @@ class Worker:
 class Deployment:
     def __init__(
         self,
-        topology: Topology,
+        what: Topology | Scenario,
         session: Session,
         faults: dict[str, str] | None = None,
         fault_delay_s: float = 0.0,
         strict: bool = False,
+        sequential: bool | None = None,
     ) -> None:
-        self.topology = topology
+        self.scenario = what if isinstance(what, Scenario) else Scenario.packed(what)
+        # The layout's start order: the GPU tier's default; a CPU-tier test can ask for it.
+        self.sequential = session.settings.tier == "gpu" if sequential is None else sequential
+        topology = self.topology = self.scenario.topology
         self.session = session
         self.faults = dict(faults or {})
         unknown = set(self.faults) - {w.role for w in topology.workers}
@@ -126,44 +146,90 @@ class Deployment:
             session.frontend.base_url, self.model_name, self._roles_without_card_in_etcd
         )
         self._killed: set[str] = set()
+        self._deadline = Deadline(session.settings.register_deadline(self.scenario))
+        self._not_started: list[Violation] = []
+        self._gpus = (
+            gpus.assign(self.scenario.placement, session.gpu_share)
+            if session.settings.tier == "gpu"
+            else {}
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> Deployment:
-        for spec in self.topology.workers:
+        """Launch every worker; with the layout's start order (GPU tier), co-located workers
+        start one at a time, each serving (instance in etcd) before the next starts."""
+        for spec in self.topology.workers:  # a missing model fails before anything starts
+            self.session.models(self.topology.name, spec.model)
+        order = self.scenario.placement.start_order if self.sequential else ()
+        first = [w for w in self.topology.workers if w.role not in order]
+        for spec in first:
             self.workers.append(self._launch(spec))
         if self.topology.public_workers:
             self._listing.start()
+        for position, role in enumerate(order):
+            self.workers.append(self._launch(self.topology.worker(role)))
+            if position + 1 < len(order) and not self._await_serving(self.workers[-1]):
+                self._not_started = [
+                    self._held_back(self.topology.worker(r), role) for r in order[position + 1 :]
+                ]
+                break
         return self
 
     def _launch(self, spec: WorkerSpec) -> Worker:
         process_ports = ProcessPorts.allocate()
         fault = self.faults.get(spec.role)
-        request = LaunchRequest(
-            spec=spec,
-            model_path=self.session.assets[spec.model],
-            model_name=self.model_name,
+        site = WorkerSite(
             namespace=self.namespace,
-            bootstrap_port=process_ports.bootstrap,
+            model_name=self.model_name,
+            ports=process_ports,
+            etcd=self.session.endpoints.etcd,
+            nats=self.session.endpoints.nats,
+            tmpdir=self.session.scratch / f"{self.namespace[-6:]}-{len(self.workers)}",
             media_dir=self.workdir / "media",
+        )
+        command = worker_command(
+            self.session.settings.tier,
+            self.scenario,
+            spec,
+            model_path=self.session.models(self.topology.name, spec.model),
+            site=site,
+            timeout_s=self._deadline.seconds,
+            gpus=self._gpus.get(spec.role, ()),
             fault=fault,
             fault_delay_s=self.fault_delay_s,
         )
-        env = dynamo_env(
-            etcd_endpoint=self.session.endpoints.etcd,
-            nats_url=self.session.endpoints.nats,
-            process_ports=process_ports,
-            tmpdir=self.session.scratch / f"{self.namespace[-6:]}-{len(self.workers)}",
-        )
-        if self.session.settings.tier == "gpu":  # one GPU per worker, in declaration order
-            env["CUDA_VISIBLE_DEVICES"] = str(len(self.workers))
         proc = ManagedProcess(
             role=spec.role,
-            argv=worker_argv(self.session.settings.tier, request),
-            env=env,
+            argv=list(command.argv),
+            env=command.environment(),
             log_path=self.workdir / "logs" / f"{spec.role}.log",
-            cwd=Path(__file__).resolve().parent.parent,
+            cwd=ROOT,
         ).start()
         return Worker(spec, proc, process_ports, fault)
+
+    def _await_serving(self, worker: Worker) -> bool:
+        """True once the worker's generate instance is in etcd; False if it exited or the
+        start deadline passed (the registration wait then reports it)."""
+
+        def serving(state: DiscoveryState) -> bool:
+            return checks.records_for(state, self.namespace, worker).generate is not None
+
+        def alive() -> None:
+            if not worker.proc.alive():
+                raise _Exited(worker)
+
+        try:
+            return bool(self.session.observer.wait_for(serving, self._deadline, guard=alive))
+        except _Exited:
+            return False
+
+    def _held_back(self, spec: WorkerSpec, blocker: str) -> Violation:
+        return Violation(
+            NEVER_REGISTERED,
+            spec.role,
+            f"worker '{spec.role}' was never started: the layout's start order waits for "
+            f"'{blocker}' to serve first, and it did not (see its violation)",
+        )
 
     def stop(self) -> None:
         self._listing.stop()
@@ -200,7 +266,7 @@ class Deployment:
     # -- readiness -------------------------------------------------------------------------
     def await_ready(self) -> Deployment:
         """Every worker registered as declared and every public model listed, or fail."""
-        violations = self._await_registration()
+        violations = self._await_registration() + self._not_started
         state = self.session.observer.state()
         violations += self._card_checks(state)
         if not any(v.kind in (NEVER_REGISTERED, WORKER_EXITED) for v in violations):
@@ -221,7 +287,7 @@ class Deployment:
 
     def _await_registration(self) -> list[Violation]:
         settings = self.session.settings
-        deadline = Deadline(settings.register_deadline_s)
+        deadline = self._deadline
         observer = self.session.observer
         serving_since: dict[str, float] = {}
 
@@ -240,7 +306,7 @@ class Deployment:
                 for worker in self.workers:
                     if not records[worker.role].registered:
                         since = serving_since.setdefault(worker.role, now)
-                        if now - since > settings.card_grace_s:
+                        if now - since > settings.card_grace:
                             overdue.append(worker)
                 return _Verdict(overdue) if overdue else None
             return None
@@ -262,7 +328,7 @@ class Deployment:
             ]
         )
         waited = (
-            f"{settings.card_grace_s:.0f} s after every peer was serving"
+            f"{settings.card_grace:.0f} s after every peer was serving"
             if verdict
             else f"{deadline.seconds:.0f} s"
         )

@@ -12,8 +12,9 @@ import httpx
 from harness import ports
 from harness.deadline import Deadline
 from harness.infra import Endpoints
-from harness.loopback import LOOPBACK, ProcessPorts, dynamo_env
+from harness.loopback import LOOPBACK, ProcessPorts, inherited_env, loopback_env
 from harness.processes import ManagedProcess
+from harness.runtime.launch import hugging_face_env
 
 READY_DEADLINE_S = 60.0
 
@@ -43,15 +44,18 @@ def _live(base_url: str) -> bool:
     return False
 
 
-def start_frontend(endpoints: Endpoints, workdir: Path, scratch: Path) -> Frontend:
+def start_frontend(
+    endpoints: Endpoints, workdir: Path, scratch: Path, tier: str = "cpu"
+) -> Frontend:
+    """The frontend sees models the way the tier's workers do (same Hugging Face env)."""
     http_port = ports.allocate_one()
     base_url = f"http://{LOOPBACK}:{http_port}"
-    env = dynamo_env(
-        etcd_endpoint=endpoints.etcd,
-        nats_url=endpoints.nats,
-        process_ports=ProcessPorts.allocate(),
-        tmpdir=scratch / "frontend",
-    )
+    tmpdir = scratch / "frontend"
+    env = {
+        **inherited_env(),
+        **loopback_env(endpoints.etcd, endpoints.nats, ProcessPorts.allocate(), tmpdir),
+        **hugging_face_env(tier, tmpdir),
+    }
     proc = ManagedProcess(
         role="frontend",
         argv=[

@@ -1,9 +1,10 @@
-"""The environment that keeps every Dynamo process on 127.0.0.1 and offline.
+"""The environment that keeps every Dynamo process on 127.0.0.1.
 
 Dynamo picks hosts and ports for its TCP request plane, response streams, system server and
 event plane from the environment; left alone it binds 0.0.0.0 and random ports. This module
 builds one environment per process with every address pinned to loopback and every port
-taken from the harness's allocator.
+taken from the harness's allocator. Where models come from (offline local dirs, or a
+Hugging Face cache) is the tier's business: see harness.runtime.launch.
 """
 
 from __future__ import annotations
@@ -45,40 +46,42 @@ class ProcessPorts:
         return [self.tcp_rpc, self.tcp_response_stream, self.system, self.bootstrap]
 
 
-def dynamo_env(
-    *,
-    etcd_endpoint: str,
-    nats_url: str,
-    process_ports: ProcessPorts,
-    tmpdir: Path,
-    extra: dict[str, str] | None = None,
+def inherited_env() -> dict[str, str]:
+    """The caller's environment without the variables that would change what we test."""
+    return {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+
+
+def offline_hf_env(tmpdir: Path) -> dict[str, str]:
+    """No Hugging Face hub at all: for processes whose models are local directories."""
+    return {
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_HOME": str(tmpdir / "hf"),
+    }
+
+
+def loopback_env(
+    etcd_endpoint: str, nats_url: str, process_ports: ProcessPorts, tmpdir: Path
 ) -> dict[str, str]:
-    """Environment for one frontend or worker process."""
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    """What the harness sets for every Dynamo process: discovery, loopback hosts, own ports,
+    own TMPDIR (created here)."""
     tmpdir.mkdir(parents=True, exist_ok=True)
-    env.update(
-        {
-            "ETCD_ENDPOINTS": etcd_endpoint,
-            "NATS_SERVER": nats_url,
-            "DYN_DISCOVERY_BACKEND": "etcd",
-            "DYN_TCP_RPC_HOST": LOOPBACK,
-            "DYN_TCP_RESPONSE_STREAM_HOST": LOOPBACK,
-            "DYN_SYSTEM_HOST": LOOPBACK,
-            "DYN_EVENT_PLANE_HOST": LOOPBACK,
-            "SGLANG_HOST_IP": LOOPBACK,
-            "DYN_EVENT_PLANE": "nats",
-            "DYN_TCP_RPC_PORT": str(process_ports.tcp_rpc),
-            "DYN_TCP_RESPONSE_STREAM_PORT": str(process_ports.tcp_response_stream),
-            "DYN_SYSTEM_PORT": str(process_ports.system),
-            "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1",
-            "HF_HOME": str(tmpdir / "hf"),
-            "TMPDIR": str(tmpdir),
-            "OMP_NUM_THREADS": "1",
-            "PYTHONUNBUFFERED": "1",
-            "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost",
-        }
-    )
-    env.update(extra or {})
-    return env
+    return {
+        "ETCD_ENDPOINTS": etcd_endpoint,
+        "NATS_SERVER": nats_url,
+        "DYN_DISCOVERY_BACKEND": "etcd",
+        "DYN_TCP_RPC_HOST": LOOPBACK,
+        "DYN_TCP_RESPONSE_STREAM_HOST": LOOPBACK,
+        "DYN_SYSTEM_HOST": LOOPBACK,
+        "DYN_EVENT_PLANE_HOST": LOOPBACK,
+        "SGLANG_HOST_IP": LOOPBACK,
+        "DYN_EVENT_PLANE": "nats",
+        "DYN_TCP_RPC_PORT": str(process_ports.tcp_rpc),
+        "DYN_TCP_RESPONSE_STREAM_PORT": str(process_ports.tcp_response_stream),
+        "DYN_SYSTEM_PORT": str(process_ports.system),
+        "TMPDIR": str(tmpdir),
+        "OMP_NUM_THREADS": "1",
+        "PYTHONUNBUFFERED": "1",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }

@@ -15,14 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.assets import cpu_assets, gpu_assets
 from harness.deploy import Deployment, Session, Settings
 from harness.frontend import start_frontend
 from harness.infra import PROVIDERS, Endpoints, select_provider
+from harness.model_source import ModelSource, describe_models, model_source
 from harness.observer import DiscoveryObserver
 from harness.processes import install_cleanup_handlers
+from harness.runtime import gpus, tier
 from harness.timeline import HEADER
-from harness.topology import Topology
+from harness.topology import Scenario, Topology
 
 MARKERS = {
     "sglang": "exercises dynamo.sglang workers",
@@ -30,8 +31,10 @@ MARKERS = {
     "e2e": "end to end: real etcd, NATS, frontend and workers",
     "unit": "the harness's own unit tests (no processes)",
     "gpu_0": "CPU tier: needs no GPU",
-    "gpu_1": "GPU tier: needs one GPU",
-    "gpu_2": "GPU tier: needs two or more GPUs",
+    **{
+        f"gpu_{n}": f"GPU tier: a layout on {n} GPU(s) (derived from the placement)"
+        for n in (1, 2, 4)
+    },
     "pre_merge": "runs on every change",
     "nightly": "the long matrix; skipped unless selected with -m",
     "selftest": "fault-injection self-tests of the harness's own checks",
@@ -48,28 +51,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--tier",
-        default="cpu",
-        choices=["cpu", "gpu"],
-        help="cpu: CPU stand-ins for sglang's GPU classes; gpu: real engines",
+        default=os.environ.get("HARNESS_TIER", "auto"),
+        choices=["auto", *tier.TIERS],
+        help="auto (default): gpu where CUDA GPUs and a CUDA build of sglang are present, "
+        "else cpu; cpu: CPU stand-ins for sglang's GPU classes; gpu: real engines",
     )
     group.addoption(
         "--model",
         action="append",
         default=[],
-        metavar="KEY=PATH",
-        help="GPU tier model per asset key (text, vision-language, ...)",
+        metavar="KEY=REF",
+        help="GPU tier: model name or local path per asset key (text, embedding, rerank, "
+        "vision-language, image, video); defaults: the catalogue's GPU_MODELS",
     )
     group.addoption(
         "--register-deadline",
         type=float,
-        default=120.0,
-        help="seconds for each worker to serve and register (default 120)",
+        default=None,
+        help="seconds for every worker to serve and register (default: 120 on the CPU tier, "
+        "the layout's start timeout on the GPU tier)",
     )
     group.addoption(
         "--card-grace",
         type=float,
-        default=20.0,
-        help="seconds a serving worker may lack its card once all peers serve",
+        default=None,
+        help="seconds a serving worker may lack its card once all peers serve "
+        "(default: 20 CPU tier, 60 GPU tier)",
     )
     group.addoption(
         "--inject-fault",
@@ -87,21 +94,75 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+TIER_KEY = pytest.StashKey[tier.TierChoice]()
+GPU_SHARE_KEY = pytest.StashKey[tuple[str, ...]]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
+    config.stash[GPU_SHARE_KEY] = gpus.share(gpus.visible_gpus(), *gpus.xdist_position())
     config.pluginmanager.register(_RunReport(), "discovery-harness-report")
     install_cleanup_handlers()
 
 
+def chosen_tier(config: pytest.Config) -> str:
+    return config.stash[TIER_KEY].tier
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The run's first lines: which tier, why, and which models (also under -q)."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or hasattr(session.config, "workerinput"):
+        return
+    choice = session.config.stash[TIER_KEY]
+    reporter.write_line(f"discovery harness: {choice.describe()}")
+    models = describe_models(choice.tier, session.config.getoption("model"))
+    reporter.write_line(f"discovery harness: models: {models}")
+    if choice.tier == tier.GPU:
+        share = session.config.stash[GPU_SHARE_KEY]
+        reporter.write_line(f"discovery harness: GPUs: {','.join(share) or 'none visible'}")
+
+
+def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology, ...]) -> None:
+    """One item per topology on the CPU tier (its packed layout); on the GPU tier one per
+    layout, marked gpu_N from the layout, with the layout's timeout."""
+    if "scenario" not in metafunc.fixturenames:
+        return
+    chosen = chosen_tier(metafunc.config)
+    params = []
+    for topology in topologies:
+        common = [getattr(pytest.mark, m) for m in topology.marks]
+        if chosen == tier.CPU:
+            marks = [*common, pytest.mark.gpu_0, pytest.mark.timeout(topology.timeout_s)]
+            params.append(pytest.param(Scenario.packed(topology), id=topology.name, marks=marks))
+            continue
+        for placement in topology.gpu.placements:
+            marks = [
+                *common,
+                getattr(pytest.mark, f"gpu_{placement.gpus}"),
+                pytest.mark.timeout(placement.timeout_s),
+            ]
+            if topology.gpu.nightly:
+                marks.append(pytest.mark.nightly)
+            scenario = Scenario(topology, placement)
+            params.append(
+                pytest.param(scenario, id=f"{topology.name}-{placement.name}", marks=marks)
+            )
+    metafunc.parametrize("scenario", params)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Self-tests run only when -m names them (or, for pre_merge ones, with no -m at all);
-    nightly items only when -m is given."""
+    nightly items only when -m is given. On the GPU tier, layouts that need more GPUs than
+    this run's share are skipped, and so are CPU-tier tests (self-tests: their faults live in
+    the CPU launcher)."""
     expression = config.getoption("markexpr") or ""
-    tier = config.getoption("tier")
     keep, drop = [], []
     for item in items:
-        _mark_hardware(item, tier)
+        _skip_what_cannot_run(item, config)
         is_selftest = item.get_closest_marker("selftest") is not None
         nightly = item.get_closest_marker("nightly") is not None
         if (expression and is_selftest and "selftest" not in expression) or (
@@ -115,20 +176,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
-def _mark_hardware(item: pytest.Item, tier: str) -> None:
-    """gpu_0 on the CPU tier; on the GPU tier gpu_1 or gpu_2 by how many workers run."""
-    if item.get_closest_marker("e2e") is None:
+def _skip_what_cannot_run(item: pytest.Item, config: pytest.Config) -> None:
+    if chosen_tier(config) != tier.GPU:
         return
-    topology = getattr(item, "callspec", None) and item.callspec.params.get("topology")
-    if tier == "cpu":
-        item.add_marker(pytest.mark.gpu_0)
-    elif isinstance(topology, Topology):
-        item.add_marker(pytest.mark.gpu_1 if len(topology.workers) == 1 else pytest.mark.gpu_2)
+    if item.get_closest_marker("gpu_0") is not None:
+        item.add_marker(
+            pytest.mark.skip(reason="a CPU-tier test (fault injection or CPU-only start order)")
+        )
+        return
+    scenario = item.callspec.params.get("scenario") if hasattr(item, "callspec") else None
+    share = config.stash[GPU_SHARE_KEY]
+    if isinstance(scenario, Scenario) and scenario.placement.gpus > len(share):
+        item.add_marker(
+            pytest.mark.skip(
+                reason=f"the {scenario.placement.name} layout of {scenario.topology.name} needs "
+                f"{scenario.placement.gpus} GPU(s); this run has {len(share)} "
+                f"({','.join(share) or 'none'}; CUDA_VISIBLE_DEVICES and xdist workers share "
+                "the visible GPUs)"
+            )
+        )
 
 
 def topology_param(topology: Topology, *extra_marks: pytest.MarkDecorator) -> object:
+    """A CPU-tier parameter for self-tests (their faults exist only in the CPU launcher)."""
     marks = [getattr(pytest.mark, m) for m in topology.marks]
-    marks.append(pytest.mark.timeout(topology.timeout_s))
+    marks += [pytest.mark.gpu_0, pytest.mark.timeout(topology.timeout_s)]
     return pytest.param(topology, id=topology.name, marks=[*marks, *extra_marks])
 
 
@@ -136,7 +208,7 @@ def topology_param(topology: Topology, *extra_marks: pytest.MarkDecorator) -> ob
 @pytest.fixture(scope="session")
 def harness_settings(pytestconfig: pytest.Config) -> Settings:
     return Settings(
-        tier=pytestconfig.getoption("tier"),
+        tier=chosen_tier(pytestconfig),
         register_deadline_s=pytestconfig.getoption("register_deadline"),
         card_grace_s=pytestconfig.getoption("card_grace"),
         list_deadline_s=pytestconfig.getoption("list_deadline"),
@@ -178,31 +250,35 @@ def discovery_observer(infra_endpoints: Endpoints) -> Iterator[DiscoveryObserver
 
 
 @pytest.fixture(scope="session")
-def model_assets(pytestconfig: pytest.Config, harness_workdir: Path) -> dict[str, Path]:
-    if pytestconfig.getoption("tier") == "gpu":
-        return gpu_assets(pytestconfig.getoption("model"))
-    return cpu_assets(harness_workdir / "models")
+def models(pytestconfig: pytest.Config, harness_workdir: Path) -> ModelSource:
+    return model_source(
+        chosen_tier(pytestconfig), pytestconfig.getoption("model"), harness_workdir / "models"
+    )
 
 
 @pytest.fixture(scope="session")
 def harness_session(
     infra_endpoints: Endpoints,
     discovery_observer: DiscoveryObserver,
-    model_assets: dict[str, Path],
+    models: ModelSource,
     harness_settings: Settings,
     harness_workdir: Path,
     harness_scratch: Path,
+    pytestconfig: pytest.Config,
 ) -> Iterator[Session]:
-    frontend = start_frontend(infra_endpoints, harness_workdir, harness_scratch)
+    frontend = start_frontend(
+        infra_endpoints, harness_workdir, harness_scratch, harness_settings.tier
+    )
     try:
         yield Session(
             infra_endpoints,
             frontend,
             discovery_observer,
-            model_assets,
+            models.path_for,
             harness_workdir,
             harness_settings,
             harness_scratch,
+            gpu_share=pytestconfig.stash[GPU_SHARE_KEY],
         )
     finally:
         frontend.proc.stop(grace=10)
@@ -214,23 +290,27 @@ DeployFn = Callable[..., Deployment]
 
 @pytest.fixture
 def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator[DeployFn]:
-    """`deploy(topology, faults={role: fault}, fault_delay_s=0)`: start it and wait until
-    it is ready (raises ContractFailure otherwise). Everything started is stopped after."""
+    """`deploy(topology_or_scenario, faults={role: fault}, fault_delay_s=0, strict=False,
+    sequential=None)`: start it and wait until it is ready (raises ContractFailure
+    otherwise). Everything started is stopped after. A topology alone deploys its packed
+    1-GPU layout; `sequential=True` applies the layout's start order on the CPU tier too."""
     started: list[Deployment] = []
     injected = dict(pair.split("=", 1) for pair in request.config.getoption("inject_fault"))
 
     def _deploy(
-        topology: Topology,
+        what: Topology | Scenario,
         faults: dict[str, str] | None = None,
         fault_delay_s: float = 0.0,
         strict: bool = False,
+        sequential: bool | None = None,
     ) -> Deployment:
+        topology = what.topology if isinstance(what, Scenario) else what
         if faults is None:
             roles = {w.role for w in topology.workers}
             faults = {role: fault for role, fault in injected.items() if role in roles}
         if faults and harness_session.settings.tier != "cpu":
             pytest.skip("fault injection needs the CPU tier")
-        deployment = Deployment(topology, harness_session, faults, fault_delay_s, strict)
+        deployment = Deployment(what, harness_session, faults, fault_delay_s, strict, sequential)
         started.append(deployment)
         return deployment.start().await_ready()
 

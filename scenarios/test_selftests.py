@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 
 from harness.discovery_faults import write_orphan_card
-from harness.topology import WorkerSpec
+from harness.topology import GpuProfile, Placement, WorkerPlacement, WorkerSpec
 from harness.violations import (
     BAD_RESPONSE,
     CARD_WITHOUT_INSTANCE,
@@ -29,7 +29,7 @@ from harness.violations import (
 )
 from scenarios.catalogue import AGGREGATED, CATALOGUE, MM_ENCODE_PD
 
-pytestmark = [pytest.mark.selftest, pytest.mark.e2e, pytest.mark.sglang]
+pytestmark = [pytest.mark.selftest, pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]
 
 # The #4486 shape in its two most telling places; every other role runs nightly.
 REPRESENTATIVE_SKIPS = {("aggregated", "worker"), ("mm-encode-pd", "mm-worker")}
@@ -183,6 +183,9 @@ _MISMATCHED_PAIR = dataclasses.replace(
             component="backend",
             card=AGGREGATED.workers[0].card,
         ),
+    ),
+    gpu=GpuProfile(
+        (Placement(1, (WorkerPlacement("worker", 0), WorkerPlacement("worker-page-32", 0))),)
     ),
 )
 

@@ -1,19 +1,26 @@
-"""Every topology in the catalogue registers as its contract says and serves its requests."""
+"""Every topology in the catalogue registers as its contract says and serves its requests.
+
+On the CPU tier one item per topology (its packed layout); on the GPU tier one per layout
+(`aggregated-1gpu`, `disaggregated-2gpu`, ...), marked gpu_N from the layout.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.plugin import topology_param
+from harness.plugin import parametrize_scenarios
 from scenarios.catalogue import CATALOGUE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge]
 
 
-@pytest.mark.parametrize("topology", [topology_param(t) for t in CATALOGUE])
-def test_registers_and_serves(topology, deploy):
-    deployment = deploy(topology)
-    replies = [deployment.send(kind) for kind in topology.requests]
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    parametrize_scenarios(metafunc, CATALOGUE)
+
+
+def test_registers_and_serves(scenario, deploy):
+    deployment = deploy(scenario)
+    replies = [deployment.send(kind) for kind in scenario.topology.requests]
     assert all(reply.ok for reply in replies), "\n".join(r.describe() for r in replies)
     assert deployment.advertised_addresses() == {"127.0.0.1"}
     deployment.verify()

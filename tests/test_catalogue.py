@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.assets import ASSET_KEYS
-from harness.cli import topologies_table
+from harness.cli import gpu_table, topologies_table
 from harness.requests import KINDS
-from scenarios.catalogue import CATALOGUE
+from scenarios.catalogue import CATALOGUE, MULTIMODAL_FLAGS
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-MM_FLAGS = "--enable-multimodal --chat-template qwen2-vl --embedding-transfer-mode local"
+MM_FLAGS = " ".join(MULTIMODAL_FLAGS)
 
 
 def test_every_topology_is_well_formed():
@@ -28,3 +28,9 @@ def test_readme_contract_table_matches_the_catalogue():
     readme_rows = [line for line in README.read_text().splitlines() if line.startswith("| ")]
     for row in generated:
         assert row in readme_rows, f"README is missing or differs on:\n{row}"
+
+
+def test_readme_gpu_table_matches_the_catalogue():
+    readme_rows = [line for line in README.read_text().splitlines() if line.startswith("| ")]
+    for row in gpu_table().splitlines()[2:]:
+        assert row in readme_rows, f"README's GPU runners table is missing or differs on:\n{row}"

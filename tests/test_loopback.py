@@ -1,19 +1,19 @@
-"""Every Dynamo process gets loopback hosts, its own ports, and none of the caller's scoping."""
+"""Every Dynamo process gets loopback hosts, its own ports, and none of the caller's scoping;
+the Hugging Face environment is the tier's."""
 
 from __future__ import annotations
 
-from harness.loopback import ProcessPorts, dynamo_env
+from harness.loopback import ProcessPorts, inherited_env, loopback_env
+from harness.runtime.launch import hugging_face_env
 
 
-def test_dynamo_env_pins_everything_to_loopback(tmp_path, monkeypatch):
+def test_loopback_env_pins_everything_to_loopback(tmp_path, monkeypatch):
     monkeypatch.setenv("DYN_NAMESPACE", "someone-elses")
     pp = ProcessPorts(21001, 21002, 21003, 21004)
-    env = dynamo_env(
-        etcd_endpoint="http://127.0.0.1:1",
-        nats_url="nats://127.0.0.1:2",
-        process_ports=pp,
-        tmpdir=tmp_path / "t",
-    )
+    env = {
+        **inherited_env(),
+        **loopback_env("http://127.0.0.1:1", "nats://127.0.0.1:2", pp, tmp_path / "t"),
+    }
     for var in (
         "DYN_TCP_RPC_HOST",
         "DYN_TCP_RESPONSE_STREAM_HOST",
@@ -24,6 +24,15 @@ def test_dynamo_env_pins_everything_to_loopback(tmp_path, monkeypatch):
         assert env[var] == "127.0.0.1"
     assert env["DYN_EVENT_PLANE"] == "nats"
     assert (env["DYN_TCP_RPC_PORT"], env["DYN_SYSTEM_PORT"]) == ("21001", "21003")
-    assert env["HF_HUB_OFFLINE"] == env["TRANSFORMERS_OFFLINE"] == "1"
     assert env["TMPDIR"] == str(tmp_path / "t") and (tmp_path / "t").is_dir()
     assert "DYN_NAMESPACE" not in env  # it would silently scope the frontend
+
+
+def test_hugging_face_env_is_the_tiers(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", "/runner/hf")
+    cpu = hugging_face_env("cpu", tmp_path)
+    assert cpu["HF_HUB_OFFLINE"] == cpu["TRANSFORMERS_OFFLINE"] == "1"
+    assert cpu["HF_HOME"] == str(tmp_path / "hf")  # private: nothing from the caller's cache
+    gpu = hugging_face_env("gpu", tmp_path)
+    assert "HF_HOME" not in gpu and gpu["HF_HUB_OFFLINE"] == "1"  # the runner's cache, offline
+    assert hugging_face_env("gpu", tmp_path, offline=False) == {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,8 @@ def _collected(*args: str) -> list[str]:
 
 
 def test_multimodal_selects_exactly_the_two_multimodal_topologies():
-    assert sorted(_collected("-m", "multimodal")) == [
+    selected = [n for n in _collected("-m", "multimodal") if "test_topologies.py" in n]
+    assert sorted(selected) == [
         "scenarios/test_topologies.py::test_registers_and_serves[mm-encode-p-d]",
         "scenarios/test_topologies.py::test_registers_and_serves[mm-encode-pd]",
     ]
@@ -42,3 +44,65 @@ def test_the_default_run_has_every_topology_and_only_pre_merge_self_tests():
     self_tests = [n for n in default if "test_selftests.py" in n]
     everything = _collected("-m", "selftest")
     assert 0 < len(self_tests) < len(everything)
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_gpu_tier_items_are_one_per_layout_marked_from_the_layout():
+    def ids(marker: str) -> list[str]:
+        result = _run("--collect-only", "-q", "--tier", "gpu", "-m", marker, "scenarios")
+        assert result.returncode in (0, 5), result.stdout + result.stderr
+        return sorted(
+            line.split("[")[1].rstrip("]") for line in result.stdout.splitlines() if "::" in line
+        )
+
+    assert ids("gpu_2") == ["disaggregated-2gpu", "mm-encode-p-d-2gpu", "mm-encode-pd-2gpu"]
+    assert len(ids("gpu_1")) == 8 and all(i.endswith("-1gpu") for i in ids("gpu_1"))
+    result = _run("--collect-only", "-q", "--tier", "gpu", "-m", "gpu_0", "scenarios")
+    assert "test_topologies.py" not in result.stdout  # gpu_0 = CPU-tier tests only
+
+
+def test_gpu_tier_run_says_its_tier_and_models_and_skips_layouts_too_big():
+    result = _run(
+        "-q",
+        "-rs",
+        "--tier",
+        "gpu",
+        "-m",
+        "gpu_2",
+        "scenarios/test_topologies.py",
+        env={"CUDA_VISIBLE_DEVICES": "0"},
+    )
+    out = result.stdout
+    assert "discovery harness: tier gpu: asked for with --tier" in out, out
+    assert "models: text=Qwen/Qwen3-0.6B" in out, out
+    assert out.count("needs 2 GPU(s); this run has 1 (0;") == 3, out
+    assert "3 skipped" in out, out
+
+
+def test_gpu_tier_missing_model_is_one_clear_error(tmp_path):
+    """Before any worker starts: the topology, the key and the command that fixes it."""
+    result = _run(
+        "-q",
+        "--tier",
+        "gpu",
+        "scenarios/test_topologies.py::test_registers_and_serves[aggregated-1gpu]",
+        env={
+            "CUDA_VISIBLE_DEVICES": "0",
+            "HF_HOME": str(tmp_path / "empty-hf"),
+            "HF_HUB_OFFLINE": "1",
+        },
+    )
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert "topology 'aggregated', key 'text'" in out, out
+    assert "python -m harness models fetch aggregated" in out, out

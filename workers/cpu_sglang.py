@@ -2,8 +2,8 @@
 
 Only sglang's GPU classes are swapped for the stand-ins in `workers.cpu_engine`; argument
 parsing, registration, serving and shutdown are Dynamo's own code. Harness flags (before the
-Dynamo argv) select fault injection; everything else goes to `dynamo.sglang` unchanged, plus
-`--device cpu`.
+Dynamo argv) select fault injection; everything else goes to `dynamo.sglang` unchanged (the
+harness's command builder, harness.runtime.launch, adds `--device cpu`).
 """
 
 from __future__ import annotations
@@ -48,8 +48,6 @@ def main(argv: list[str] | None = None) -> None:
     import uvloop
     from dynamo.sglang.main import worker
 
-    if "--device" not in dynamo_argv:
-        dynamo_argv = [*dynamo_argv, "--device", "cpu"]
     uvloop.run(worker(dynamo_argv))
 
 

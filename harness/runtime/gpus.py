@@ -1,0 +1,76 @@
+"""Which GPUs this run may use, and which of them each worker of a layout gets.
+
+The runner's own `CUDA_VISIBLE_DEVICES` is honoured: it names the GPUs this run owns. Under
+pytest-xdist each worker process takes a disjoint slice of them, so two deployments never
+share a GPU by accident; a layout is then mapped onto that slice.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+
+from harness.topology import Placement
+
+
+class NotEnoughGpus(RuntimeError):
+    """The layout needs more GPUs than this run's share holds."""
+
+
+def visible_gpus(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """GPU ids this run may use: CUDA_VISIBLE_DEVICES when set, else what nvidia-smi lists."""
+    env = os.environ if env is None else env
+    if "CUDA_VISIBLE_DEVICES" in env:
+        ids = [part.strip() for part in env["CUDA_VISIBLE_DEVICES"].split(",") if part.strip()]
+        # CUDA stops at the first invalid entry; "-1" is the usual way to hide every GPU.
+        valid = []
+        for gpu in ids:
+            if gpu.startswith("-"):
+                break
+            valid.append(gpu)
+        return tuple(valid)
+    return _nvidia_smi_indexes()
+
+
+def _nvidia_smi_indexes() -> tuple[str, ...]:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return ()
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=index", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return tuple(line.strip() for line in out.splitlines() if line.strip())
+
+
+def xdist_position(env: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """(this xdist worker's index, how many there are); (0, 1) without xdist."""
+    env = os.environ if env is None else env
+    worker = env.get("PYTEST_XDIST_WORKER", "")
+    count = int(env.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    return index, max(count, 1)
+
+
+def share(visible: tuple[str, ...], index: int, count: int) -> tuple[str, ...]:
+    """This worker's disjoint, contiguous slice of the visible GPUs (may be empty)."""
+    per_worker = len(visible) // count
+    return visible[index * per_worker : (index + 1) * per_worker]
+
+
+def assign(placement: Placement, gpus: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Physical GPU ids per role: the layout's logical index i is the share's i-th GPU."""
+    if placement.gpus > len(gpus):
+        raise NotEnoughGpus(
+            f"the {placement.name} layout needs {placement.gpus} GPU(s); this run's share is "
+            f"{len(gpus)} ({','.join(gpus) or 'none'})"
+        )
+    return {w.role: (gpus[w.gpu],) for w in placement.workers}

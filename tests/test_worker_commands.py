@@ -1,0 +1,202 @@
+"""Every worker command the GPU tier would run parses under 1.6.1's own parser, in its mode.
+
+The commands come from the one builder both tiers use (harness.runtime.launch, via the plan),
+with tiny local model dirs of the real models' architectures in place of the model names. A
+flag 1.6.1 rejects, a P/D worker left on the mooncake backend, a dedicated-encoder worker with
+radix cache on, or a cap that does not reach sglang fails here, on CPU, on every commit.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.catalogue import load
+from harness.model_source import TinyModels
+from harness.runtime.launch import TIER_DIFFERENCES, WorkerCommand
+from harness.runtime.plan import build_plan
+
+ROOT = Path(__file__).resolve().parent.parent
+GPU_COUNTS = (1, 2)
+CATALOGUE = load()
+
+
+def _parse_all(argvs: list[list[str]]) -> list[dict]:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "parse_worker_commands.py")],
+        input=json.dumps(argvs),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[WorkerCommand]]:
+    workdir = tmp_path_factory.mktemp("plans")
+    tiny = TinyModels(workdir / "models")
+    plans = {
+        f"gpu{n}": build_plan(CATALOGUE, "gpu", gpu_count=n, workdir=workdir, models=tiny)
+        for n in GPU_COUNTS
+    }
+    plans["cpu"] = build_plan(CATALOGUE, "cpu", workdir=workdir, models=tiny)
+    return plans
+
+
+@pytest.fixture(scope="module")
+def parsed(plans: dict[str, list[WorkerCommand]]) -> dict[tuple[str, int], dict]:
+    flat = [(name, i, c) for name, cmds in plans.items() for i, c in enumerate(cmds)]
+    results = _parse_all([c.dynamo_argv() for _, _, c in flat])
+    return {(name, i): result for (name, i, _), result in zip(flat, results, strict=True)}
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    return argv[argv.index(flag) + 1] if flag in argv else None
+
+
+def _expected_mode(command: WorkerCommand) -> dict[str, object]:
+    """What the parsed config must say, derived from the catalogue's declaration."""
+    spec = CATALOGUE.topology(command.topology).worker(command.role)
+    flags = list(spec.flags)
+    mode = _flag_value(flags, "--disaggregation-mode")
+    dynamo: dict[str, object] = {"component": spec.component}
+    server: dict[str, object] = {}
+    for flag in ("--embedding-worker", "--rerank-worker"):
+        dynamo[flag[2:].replace("-", "_")] = flag in flags
+    for flag in ("--image-diffusion-worker", "--video-generation-worker"):
+        dynamo[flag[2:].replace("-", "_")] = flag in flags
+    if "--enable-multimodal" in flags:
+        dynamo["enable_multimodal"] = True
+        dynamo["multimodal_encode_worker"] = mode == "encode"
+        dynamo["multimodal_worker"] = "--dedicated-mm-encoder" in flags
+    if "--dedicated-mm-encoder" in flags:
+        server["disable_radix_cache"] = True
+    if mode in ("prefill", "decode"):
+        server["disaggregation_mode"] = mode
+        server["disaggregation_transfer_backend"] = "nixl"
+    elif not any(f in flags for f in ("--image-diffusion-worker", "--video-generation-worker")):
+        server["disaggregation_mode"] = "null"
+    return {"dynamo": dynamo, "server": server}
+
+
+def _expected_caps(command: WorkerCommand) -> dict[str, object]:
+    """Every flag of the layout (memory, KV, batch caps) reaches sglang's server args."""
+    topology = CATALOGUE.topology(command.topology)
+    layout = next(p for p in topology.gpu.placements if p.name == command.layout)
+    flags = list(layout.of(command.role).flags)
+    caps: dict[str, object] = {}
+    for index, flag in enumerate(flags):
+        if not flag.startswith("--"):
+            continue
+        value = flags[index + 1] if index + 1 < len(flags) else None
+        attribute = flag[2:].replace("-", "_")
+        caps[attribute] = True if value is None or value.startswith("--") else value
+    return caps
+
+
+@pytest.mark.parametrize("plan", [*(f"gpu{n}" for n in GPU_COUNTS), "cpu"])
+def test_every_worker_command_parses_in_its_intended_mode(plan, plans, parsed):
+    problems = []
+    for index, command in enumerate(plans[plan]):
+        result = parsed[(plan, index)]
+        where = f"{command.topology}/{command.layout}/{command.role}"
+        if "error" in result:
+            problems.append(f"{where}: 1.6.1 rejects the command: {result['error']}")
+            continue
+        expected = _expected_mode(command)
+        for section in ("dynamo", "server"):
+            for key, value in expected[section].items():
+                if result[section].get(key) != value:
+                    problems.append(
+                        f"{where}: {section}.{key} is {result[section].get(key)!r}, "
+                        f"expected {value!r}"
+                    )
+        for key, value in _expected_caps(command).items():
+            if str(result["server"].get(key)) != str(value):
+                problems.append(
+                    f"{where}: cap {key} is {result['server'].get(key)!r}, expected {value!r}"
+                )
+    assert not problems, "\n".join(problems)
+
+
+def test_every_layout_is_planned_on_enough_gpus(plans):
+    """Each GPU count plans every layout that fits it; each topology has a packed layout."""
+    for n in GPU_COUNTS:
+        planned = {(c.topology, c.layout) for c in plans[f"gpu{n}"]}
+        expected = {
+            (t.name, p.name) for t in CATALOGUE.topologies for p in t.gpu.placements if p.gpus <= n
+        }
+        assert planned == expected
+    assert {c.topology for c in plans["gpu1"]} == {t.name for t in CATALOGUE.topologies}
+
+
+def test_gpu_sets_stay_within_the_layout(plans):
+    for n in GPU_COUNTS:
+        by_layout: dict[tuple[str, str], set[str]] = {}
+        for command in plans[f"gpu{n}"]:
+            assert len(command.gpus) == 1, command
+            assert command.env["CUDA_VISIBLE_DEVICES"] == ",".join(command.gpus)
+            by_layout.setdefault((command.topology, command.layout), set()).update(command.gpus)
+        for (topology, layout), used in by_layout.items():
+            gpus_declared = int(layout.removesuffix("gpu"))
+            assert used <= {str(i) for i in range(n)}, (topology, layout, used)
+            assert len(used) == gpus_declared, (topology, layout, used)
+
+
+def test_gpu_tier_passes_hugging_face_settings_through(tmp_path, monkeypatch, plans):
+    monkeypatch.setenv("HF_HOME", "/runner/hf-cache")
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
+    for command in plans["gpu2"]:
+        env = command.environment()
+        assert env["HF_HOME"] == "/runner/hf-cache" and env["HF_TOKEN"] == "hf_secret"
+        assert env["HF_HUB_OFFLINE"] == "1", "runs go offline against the pre-fetched cache"
+        assert env["CUDA_VISIBLE_DEVICES"] == ",".join(command.gpus)
+    for command in plans["cpu"]:
+        env = command.environment()
+        assert env["HF_HOME"] != "/runner/hf-cache" and env["HF_HUB_OFFLINE"] == "1"
+        assert env["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def _masked_argv(command: WorkerCommand) -> list[str]:
+    argv = command.dynamo_argv()
+    position = argv.index("--disaggregation-bootstrap-port") + 1
+    return [*argv[:position], "<port>", *argv[position + 1 :]]
+
+
+def _masked_env(command: WorkerCommand) -> dict[str, str]:
+    """Per-process values (ports, scratch dir) aside."""
+    return {k: v for k, v in command.env.items() if not k.endswith("_PORT") and k != "TMPDIR"}
+
+
+def test_cpu_tier_runs_the_gpu_tiers_packed_command_line(plans):
+    """Apart from the rows of TIER_DIFFERENCES, a CPU-tier worker runs the GPU command."""
+    cpu = {(c.topology, c.role): c for c in plans["cpu"]}
+    packed = [c for c in plans["gpu1"] if c.layout == "1gpu"]
+    assert len(packed) == len(cpu)
+    tier_env = {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "CUDA_VISIBLE_DEVICES"}
+    for gpu_command in packed:
+        cpu_command = cpu[(gpu_command.topology, gpu_command.role)]
+        cpu_argv = _masked_argv(cpu_command)
+        assert cpu_argv[-2:] == ["--device", "cpu"]
+        assert cpu_argv[:-2] == _masked_argv(gpu_command)
+        cpu_env, gpu_env = _masked_env(cpu_command), _masked_env(gpu_command)
+        differing = {k for k in cpu_env.keys() | gpu_env.keys() if cpu_env.get(k) != gpu_env.get(k)}
+        assert differing <= tier_env, differing
+    assert {"engine", "device", "models", "Hugging Face env", "GPUs"} <= {
+        d.aspect for d in TIER_DIFFERENCES
+    }
+
+
+def test_a_flag_that_1_6_1_rejects_is_reported(plans):
+    """The parse check can fail: an unknown flag and a bad mode come back as errors."""
+    argv = plans["cpu"][0].dynamo_argv()
+    results = _parse_all([[*argv, "--no-such-flag"], [*argv, "--disaggregation-mode", "both"]])
+    assert all("error" in r for r in results), results
