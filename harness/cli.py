@@ -3,6 +3,7 @@
 python -m harness conformance [--infra auto|external|docker|process] [pytest args...]
 python -m harness topologies [--gpu]
 python -m harness plan [--tier gpu|cpu] [--gpus N] [--json] [--topology NAME ...] [--model KEY=REF]
+python -m harness models list|fetch [TOPOLOGY ...] [--model KEY=REF]
 """
 
 from __future__ import annotations
@@ -143,20 +144,54 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="one object per worker")
     plan.add_argument("--topology", action="append", default=[], metavar="NAME")
     plan.add_argument("--model", action="append", default=[], metavar="KEY=REF")
+    models = commands.add_parser(
+        "models", help="GPU-tier models: list where each is, or fetch them into the HF cache"
+    )
+    models.add_argument("action", choices=["list", "fetch"])
+    models.add_argument("topology", nargs="*", help="default: every topology")
+    models.add_argument("--model", action="append", default=[], metavar="KEY=REF")
     return parser
+
+
+def models_command(args: argparse.Namespace) -> int:
+    """`models list`: each GPU-tier model, who needs it and where it is; `models fetch`:
+    download the missing ones (HF_TOKEN honoured), then check that every one is there."""
+    from harness.model_source import gpu_needs
+    from harness.runtime.models import MissingModels, fetch, hf_hub_cache, locate, require
+
+    needs = gpu_needs(catalogue_module.load(), args.topology or None, args.model)
+    if args.action == "fetch":
+        fetch(needs)
+    else:
+        print(f"Hugging Face cache: {hf_hub_cache()}")
+        for need in needs:
+            where = locate(need.ref)
+            print(f"{need.describe()} -> {where or 'NOT available'}")
+    try:
+        require(needs)
+    except MissingModels as missing:
+        print(missing, file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["conformance"]:  # everything after it belongs to pytest
         return conformance(argv[1:])
-    args = _parser().parse_args(argv)
-    if args.command == "topologies":
-        print(gpu_table() if args.gpu else topologies_table())
-    elif args.command == "plan":
-        from harness.runtime.plan import plan_command
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "topologies":
+            print(gpu_table() if args.gpu else topologies_table())
+        elif args.command == "plan":
+            from harness.runtime.plan import plan_command
 
-        print(plan_command(catalogue_module.load(), args))
+            print(plan_command(catalogue_module.load(), args))
+        elif args.command == "models":
+            return models_command(args)
+    except (KeyError, ValueError) as bad_input:  # unknown topology, bad --model
+        parser.error(str(bad_input.args[0] if bad_input.args else bad_input))
     return 0
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.assets import cpu_assets
+from harness.catalogue import Catalogue, load
 from harness.runtime.models import ModelNeed, apply_overrides, locate, require
 from harness.runtime.tier import CPU
 
@@ -68,10 +69,20 @@ def model_source(tier: str, overrides: list[str], root: Path) -> ModelSource:
 
 
 def gpu_models(overrides: list[str], require_cached: bool = True) -> CachedModels:
-    from harness.catalogue import load
-
     return CachedModels(apply_overrides(load().gpu_models, overrides), require_cached)
 
 
 def describe_models(tier: str, overrides: list[str]) -> str:
     return TINY_DESCRIPTION if tier == CPU else gpu_models(overrides).describe()
+
+
+def gpu_needs(
+    catalogue: Catalogue, topologies: list[str] | None, overrides: list[str]
+) -> list[ModelNeed]:
+    """Every (topology, asset key, model) the GPU tier would run for these topologies."""
+    refs = apply_overrides(catalogue.gpu_models, overrides)
+    return [
+        ModelNeed(topology.name, key, refs[key])
+        for topology in catalogue.select(topologies)
+        for key in dict.fromkeys(w.model for w in topology.workers)
+    ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from harness.model_source import ModelSource, describe_models, model_source
 from harness.observer import DiscoveryObserver
 from harness.processes import install_cleanup_handlers
 from harness.runtime import gpus, tier
+from harness.runtime.models import BadModelOverride, apply_overrides
 from harness.timeline import HEADER
 from harness.topology import Scenario, Topology
 
@@ -87,6 +89,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "has that role, to see what the harness reports",
     )
     group.addoption(
+        "--progress",
+        default=os.environ.get("HARNESS_PROGRESS", "auto"),
+        choices=["auto", "on", "off"],
+        help="live start-up lines per worker (started, loading, serving, card, listed, first "
+        "answer) on stderr; auto (default): on for the GPU tier, whose starts take minutes",
+    )
+    group.addoption(
+        "--progress-heartbeat",
+        type=float,
+        default=30.0,
+        help="seconds between 'still starting' lines while a deployment starts",
+    )
+    group.addoption(
         "--list-deadline",
         type=float,
         default=30.0,
@@ -102,9 +117,33 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
+    try:
+        apply_overrides({}, config.getoption("model"))
+    except BadModelOverride as bad:
+        raise pytest.UsageError(str(bad)) from None
     config.stash[GPU_SHARE_KEY] = gpus.share(gpus.visible_gpus(), *gpus.xdist_position())
     config.pluginmanager.register(_RunReport(), "discovery-harness-report")
+    config.stash[PROGRESS_KEY] = _progress_sink(config)
     install_cleanup_handlers()
+
+
+PROGRESS_KEY = pytest.StashKey[Callable[[str], None] | None]()
+
+
+def _progress_sink(config: pytest.Config) -> Callable[[str], None] | None:
+    """Progress lines go to a duplicate of stderr taken now, while pytest's capture is
+    suspended: it reaches the terminal during tests, with -q, and from xdist workers."""
+    wanted = config.getoption("progress")
+    if wanted == "off" or (wanted == "auto" and chosen_tier(config) != tier.GPU):
+        return None
+    stream = os.fdopen(os.dup(2), "w", buffering=1, errors="replace")
+    lock = threading.Lock()
+
+    def say(line: str) -> None:
+        with lock:
+            stream.write(line + "\n")
+
+    return say
 
 
 def chosen_tier(config: pytest.Config) -> str:
@@ -279,6 +318,8 @@ def harness_session(
             harness_settings,
             harness_scratch,
             gpu_share=pytestconfig.stash[GPU_SHARE_KEY],
+            progress=pytestconfig.stash[PROGRESS_KEY],
+            progress_heartbeat_s=pytestconfig.getoption("progress_heartbeat"),
         )
     finally:
         frontend.proc.stop(grace=10)

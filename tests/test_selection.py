@@ -106,3 +106,9 @@ def test_gpu_tier_missing_model_is_one_clear_error(tmp_path):
     assert result.returncode == 1, out + result.stderr
     assert "topology 'aggregated', key 'text'" in out, out
     assert "python -m harness models fetch aggregated" in out, out
+
+
+def test_a_model_override_for_an_unknown_key_is_a_usage_error():
+    result = _run("--collect-only", "-q", "--model", "diffusion=black-forest-labs/FLUX.1-schnell")
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "unknown asset key 'diffusion'" in result.stderr

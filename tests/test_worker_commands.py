@@ -1,14 +1,17 @@
 """Every worker command the GPU tier would run parses under 1.6.1's own parser, in its mode.
 
 The commands come from the one builder both tiers use (harness.runtime.launch, via the plan),
-with tiny local model dirs of the real models' architectures in place of the model names. A
-flag 1.6.1 rejects, a P/D worker left on the mooncake backend, a dedicated-encoder worker with
-radix cache on, or a cap that does not reach sglang fails here, on CPU, on every commit.
+with the GPU tier's real model names, resolved offline in a Hugging Face cache that holds tiny
+local model dirs of each model's kind under those names, and with each plan's own environment
+(`HF_HUB_OFFLINE=1` against `HF_HOME`). A flag 1.6.1 rejects, a P/D worker left on the mooncake
+backend, a dedicated-encoder worker with radix cache on, a cap that does not reach sglang, or an
+environment in which a cached model name does not resolve fails here, on CPU, on every commit.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,16 +19,17 @@ from pathlib import Path
 import pytest
 
 from harness.catalogue import load
-from harness.model_source import TinyModels
+from harness.model_source import TinyModels, gpu_models
 from harness.runtime.launch import TIER_DIFFERENCES, WorkerCommand
 from harness.runtime.plan import build_plan
+from tests.hf_cache import cache_model
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_COUNTS = (1, 2)
 CATALOGUE = load()
 
 
-def _parse_all(argvs: list[list[str]]) -> list[dict]:
+def _parse_all(argvs: list[list[str]], env: dict[str, str] | None = None) -> list[dict]:
     result = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "parse_worker_commands.py")],
         input=json.dumps(argvs),
@@ -33,28 +37,54 @@ def _parse_all(argvs: list[list[str]]) -> list[dict]:
         text=True,
         cwd=ROOT,
         timeout=300,
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout)
 
 
 @pytest.fixture(scope="module")
-def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[WorkerCommand]]:
-    workdir = tmp_path_factory.mktemp("plans")
-    tiny = TinyModels(workdir / "models")
-    plans = {
-        f"gpu{n}": build_plan(CATALOGUE, "gpu", gpu_count=n, workdir=workdir, models=tiny)
-        for n in GPU_COUNTS
-    }
-    plans["cpu"] = build_plan(CATALOGUE, "cpu", workdir=workdir, models=tiny)
-    return plans
+def hf_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A runner's warm cache: every GPU model name, holding a tiny dir of the same kind."""
+    workdir = tmp_path_factory.mktemp("hf")
+    tiny = TinyModels(workdir / "tiny")
+    home = workdir / "home"
+    for key, ref in CATALOGUE.gpu_models.items():
+        cache_model(home, ref, Path(tiny.path_for("-", key)))
+    return home
 
 
 @pytest.fixture(scope="module")
-def parsed(plans: dict[str, list[WorkerCommand]]) -> dict[tuple[str, int], dict]:
-    flat = [(name, i, c) for name, cmds in plans.items() for i, c in enumerate(cmds)]
-    results = _parse_all([c.dynamo_argv() for _, _, c in flat])
-    return {(name, i): result for (name, i, _), result in zip(flat, results, strict=True)}
+def plans(
+    tmp_path_factory: pytest.TempPathFactory, hf_home: Path
+) -> dict[str, list[WorkerCommand]]:
+    workdir = tmp_path_factory.mktemp("plans")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HOME", str(hf_home))
+        patch.delenv("HF_HUB_CACHE", raising=False)
+        cached = gpu_models([])  # raises MissingModels unless every name is in the cache
+        plans = {
+            f"gpu{n}": build_plan(CATALOGUE, "gpu", gpu_count=n, workdir=workdir, models=cached)
+            for n in GPU_COUNTS
+        }
+    plans["cpu"] = build_plan(CATALOGUE, "cpu", workdir=workdir)
+    return plans
+
+
+def _plan_env(commands: list[WorkerCommand], hf_home: Path) -> dict[str, str]:
+    """What a plan's workers see of Hugging Face (offline, the runner's HF_HOME) and no GPU."""
+    env = {**os.environ, "HF_HOME": str(hf_home)}
+    env.update({k: v for k, v in commands[0].env.items() if k.startswith(("HF_", "TRANSF"))})
+    return env
+
+
+@pytest.fixture(scope="module")
+def parsed(plans: dict[str, list[WorkerCommand]], hf_home: Path) -> dict[tuple[str, int], dict]:
+    results: dict[tuple[str, int], dict] = {}
+    for name, commands in plans.items():
+        outcome = _parse_all([c.dynamo_argv() for c in commands], _plan_env(commands, hf_home))
+        results.update({(name, i): r for i, r in enumerate(outcome)})
+    return results
 
 
 def _flag_value(argv: list[str], flag: str) -> str | None:
@@ -166,9 +196,11 @@ def test_gpu_tier_passes_hugging_face_settings_through(tmp_path, monkeypatch, pl
 
 
 def _masked_argv(command: WorkerCommand) -> list[str]:
+    """Per-process and per-tier values (bootstrap port; the model: a row of the tier table)."""
     argv = command.dynamo_argv()
-    position = argv.index("--disaggregation-bootstrap-port") + 1
-    return [*argv[:position], "<port>", *argv[position + 1 :]]
+    for flag in ("--disaggregation-bootstrap-port", "--model-path"):
+        argv[argv.index(flag) + 1] = "<masked>"
+    return argv
 
 
 def _masked_env(command: WorkerCommand) -> dict[str, str]:
@@ -200,3 +232,10 @@ def test_a_flag_that_1_6_1_rejects_is_reported(plans):
     argv = plans["cpu"][0].dynamo_argv()
     results = _parse_all([[*argv, "--no-such-flag"], [*argv, "--disaggregation-mode", "both"]])
     assert all("error" in r for r in results), results
+
+
+def test_a_model_name_missing_from_the_runners_cache_fails_to_parse(plans, tmp_path):
+    """The environment matters: the same command against an empty cache is rejected."""
+    command = plans["gpu1"][0]
+    (result,) = _parse_all([command.dynamo_argv()], _plan_env([command], tmp_path / "empty"))
+    assert "error" in result and CATALOGUE.gpu_models["text"] in result["error"], result
