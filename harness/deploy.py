@@ -28,6 +28,7 @@ from harness.listing import ListingWatch
 from harness.loopback import ProcessPorts
 from harness.observer import DiscoveryObserver, DiscoveryState
 from harness.processes import ManagedProcess, stop_all
+from harness.progress import LogMilestones, ProgressTicker, Sample, StartProgress, WorkerSample
 from harness.records import ModelCard
 from harness.requests import Reply, send
 from harness.runtime import gpus
@@ -82,6 +83,8 @@ class Session:
     settings: Settings
     scratch: Path  # short private TMPDIR root: sglang's IPC socket paths must fit 107 bytes
     gpu_share: tuple[str, ...] = ()  # GPU tier: this run's GPUs (disjoint per xdist worker)
+    progress: Callable[[str], None] | None = None  # where live start-up lines go, if anywhere
+    progress_heartbeat_s: float = 30.0
 
 
 @dataclass
@@ -153,6 +156,8 @@ class Deployment:
             if session.settings.tier == "gpu"
             else {}
         )
+        self._milestones: dict[str, LogMilestones] = {}
+        self._ticker: ProgressTicker | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> Deployment:
@@ -160,7 +165,13 @@ class Deployment:
         start one at a time, each serving (instance in etcd) before the next starts."""
         for spec in self.topology.workers:  # a missing model fails before anything starts
             self.session.models(self.topology.name, spec.model)
-        order = self.scenario.placement.start_order if self.sequential else ()
+        if self.session.progress is not None:
+            label = f"{self.topology.name}-{self.scenario.placement.name} {self.namespace}"
+            progress = StartProgress(
+                label, self.session.progress, self.session.progress_heartbeat_s
+            )
+            self._ticker = ProgressTicker(progress, self._progress_sample).start()
+        order = self._start_order()
         first = [w for w in self.topology.workers if w.role not in order]
         for spec in first:
             self.workers.append(self._launch(spec))
@@ -174,6 +185,43 @@ class Deployment:
                 ]
                 break
         return self
+
+    def _start_order(self) -> tuple[str, ...]:
+        return self.scenario.placement.start_order if self.sequential else ()
+
+    def _progress_sample(self) -> Sample:
+        """Where each worker's start is now (for the live progress lines)."""
+        state = self.session.observer.state()
+        launched = {w.role: w for w in list(self.workers)}
+        order = self._start_order()
+        samples = []
+        for spec in self.topology.workers:
+            worker = launched.get(spec.role)
+            if worker is None:
+                if spec.role in order:  # held back by the start order (else: launching now)
+                    waits = order[: order.index(spec.role)]
+                    samples.append(
+                        WorkerSample(spec.role, None, None, False, False, False, None, waits)
+                    )
+                continue
+            records = checks.records_for(state, self.namespace, worker)
+            log = self._milestones.setdefault(spec.role, LogMilestones(worker.proc.log_path))
+            samples.append(
+                WorkerSample(
+                    spec.role,
+                    worker.pid,
+                    worker.proc.started_mono,
+                    worker.proc.alive(),
+                    records.generate is not None,
+                    records.registered,
+                    log.poll(),
+                )
+            )
+        return Sample(
+            tuple(samples),
+            listed=self._listing.listed_at is not None,
+            answered=any(e.status == 200 for e in list(self.client.exchanges)),
+        )
 
     def _launch(self, spec: WorkerSpec) -> Worker:
         process_ports = ProcessPorts.allocate()
@@ -232,6 +280,7 @@ class Deployment:
         )
 
     def stop(self) -> None:
+        self._stop_progress("stopped before it was ready")
         self._listing.stop()
         stop_all([w.proc for w in self.workers], grace=self.session.settings.stop_grace_s)
         ports.release([port for w in self.workers for port in w.ports.all()])
@@ -264,8 +313,26 @@ class Deployment:
         return checks.records_for(state, self.namespace, self.worker(role)).card
 
     # -- readiness -------------------------------------------------------------------------
+    def _stop_progress(self, outcome: str) -> None:
+        if self._ticker is not None:
+            self._ticker.stop(outcome)
+
     def await_ready(self) -> Deployment:
         """Every worker registered as declared and every public model listed, or fail."""
+        try:
+            violations = self._ready_violations()
+        except BaseException as error:
+            self._stop_progress(f"start interrupted: {type(error).__name__}")
+            raise
+        if violations:
+            kinds = ", ".join(sorted({v.kind for v in violations}))
+            self._stop_progress(f"not ready: {len(violations)} violation(s) ({kinds})")
+            raise ContractFailure(self.topology.name, violations)
+        self._stop_progress("ready")
+        self.client.mark_ready()
+        return self
+
+    def _ready_violations(self) -> list[Violation]:
         violations = self._await_registration() + self._not_started
         state = self.session.observer.state()
         violations += self._card_checks(state)
@@ -279,11 +346,7 @@ class Deployment:
             for w in self.workers
             if not w.proc.alive() and not any(v.role == w.role for v in found_exits)
         ]
-        violations = self._without_known(violations)
-        if violations:
-            raise ContractFailure(self.topology.name, violations)
-        self.client.mark_ready()
-        return self
+        return self._without_known(violations)
 
     def _await_registration(self) -> list[Violation]:
         settings = self.session.settings
