@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Sets up a fresh Debian machine (as root) for the CPU tier: etcd + NATS from Debian,
-# the project venv with ai-dynamo 1.6.1 / sglang 0.5.21 on a CPU torch. Idempotent: a second
-# run checks a stamp per step and changes nothing.
+# Sets up a fresh Debian/Ubuntu machine for the CPU tier: etcd + NATS from the distribution
+# (through sudo when not root), the project venv with ai-dynamo 1.6.1 / sglang 0.5.21 on a CPU
+# torch. Idempotent: a second run checks a stamp per step and changes nothing.
+# HARNESS_TORCH_INDEX: an index holding the CPU build of torch (e.g. the PyTorch CPU index on
+# a stock CI runner); by default pip takes it from the machine's own wheels.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${HARNESS_VENV:-$ROOT/.venv}"
@@ -14,12 +16,15 @@ command -v etcd >/dev/null || need_apt+=(etcd-server)
 command -v nats-server >/dev/null || need_apt+=(nats-server)
 if ((${#need_apt[@]})); then
   log "apt: ${need_apt[*]}"
+  as_root=(); [ "$(id -u)" -eq 0 ] || as_root=(sudo -n)
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
-  # Debian starts the packaged services; the harness runs its own private instances.
+  "${as_root[@]}" apt-get update -qq
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # The packages start their services; the harness runs its own private instances.
   for svc in etcd nats-server; do
-    systemctl disable --now "$svc" >/dev/null 2>&1 || service "$svc" stop >/dev/null 2>&1 || true
+    "${as_root[@]}" systemctl disable --now "$svc" >/dev/null 2>&1 ||
+      "${as_root[@]}" service "$svc" stop >/dev/null 2>&1 || true
   done
 fi
 
@@ -41,7 +46,8 @@ step() {  # step NAME INPUT_FILE... -- COMMAND...
 
 # torch first and alone: pip takes the CPU wheel from local disk; later steps then see
 # torch==2.13.0 satisfied and never resolve a CUDA build.
-step torch "$REQ/torch.txt" -- "${PIP[@]}" -r "$REQ/torch.txt"
+TORCH_FROM=(); [ -z "${HARNESS_TORCH_INDEX:-}" ] || TORCH_FROM=(--index-url "$HARNESS_TORCH_INDEX")
+step torch "$REQ/torch.txt" -- "${PIP[@]}" "${TORCH_FROM[@]}" -r "$REQ/torch.txt"
 step runtime "$REQ/torch.txt" "$REQ/dynamo-runtime.txt" -- \
   "${PIP[@]}" -r "$REQ/dynamo-runtime.txt" -c "$REQ/torch.txt"
 step nodeps "$REQ/dynamo-nodeps.txt" -- "${PIP[@]}" --no-deps -r "$REQ/dynamo-nodeps.txt"

