@@ -8,7 +8,8 @@ ASSET_KEYS = ("text", "embedding", "rerank", "vision-language", "image", "video"
 
 
 def cpu_assets(root: Path) -> dict[str, Path]:
-    """Tiny local model dirs: no download, generated in well under a second."""
+    """Tiny local model dirs of each GPU-tier model's architecture: no download, generated in
+    well under a second."""
     from workers.tiny_models import (
         write_cross_encoder_model,
         write_diffusion_model,
@@ -21,6 +22,6 @@ def cpu_assets(root: Path) -> dict[str, Path]:
         "embedding": write_text_model(root / "embedding"),
         "rerank": write_cross_encoder_model(root / "rerank"),
         "vision-language": write_vision_language_model(root / "vision-language"),
-        "image": write_diffusion_model(root / "image"),
-        "video": write_diffusion_model(root / "video"),
+        "image": write_diffusion_model(root / "image", "ZImagePipeline"),
+        "video": write_diffusion_model(root / "video", "WanPipeline"),
     }

@@ -31,7 +31,7 @@ def test_vision_language_model_has_image_tokens(tmp_path):
     model = write_vision_language_model(tmp_path / "vl")
     config = hf.AutoConfig.from_pretrained(model)
     tokenizer = hf.AutoTokenizer.from_pretrained(model)
-    assert config.architectures == ["Qwen2VLForConditionalGeneration"]
+    assert config.architectures == ["Qwen3VLForConditionalGeneration"]
     assert tokenizer.convert_tokens_to_ids("<|image_pad|>") == config.image_token_id
     text = tokenizer.apply_chat_template(
         [{"role": "user", "content": [{"type": "image_url"}, {"type": "text", "text": "what?"}]}],

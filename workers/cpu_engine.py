@@ -215,7 +215,8 @@ class CpuMMEncoder:
         hf = self.model_config.hf_config
         self.vision_config = getattr(hf, "vision_config", None)
         self.model_type = getattr(hf, "model_type", "")
-        self.hidden_size = getattr(hf, "hidden_size", 64)
+        # Qwen3-VL nests the language model's size in text_config; Qwen2-VL keeps it on top.
+        self.hidden_size = hf.get_text_config().hidden_size
         self.merge = getattr(self.vision_config, "spatial_merge_size", 2)
 
     def supports_modality(self, modality: Any) -> bool:

@@ -97,14 +97,15 @@ def _generation_config(ids: dict[str, int]) -> dict:
 
 
 def write_text_model(model_dir: Path) -> Path:
-    """A Llama-shaped decoder (aggregated, prefill/decode, embedding workers)."""
+    """A Qwen3-shaped decoder, the architecture of the GPU tier's text and embedding models
+    (Qwen3-0.6B, Qwen3-Embedding-0.6B): aggregated, prefill/decode and embedding workers."""
     model_dir.mkdir(parents=True, exist_ok=True)
     ids = _write_tokenizer(model_dir)
     _write_json(
         model_dir / "config.json",
         {
-            "architectures": ["LlamaForCausalLM"],
-            "model_type": "llama",
+            "architectures": ["Qwen3ForCausalLM"],
+            "model_type": "qwen3",
             "hidden_size": 64,
             "intermediate_size": 128,
             "num_hidden_layers": 1,
@@ -113,6 +114,8 @@ def write_text_model(model_dir: Path) -> Path:
             "head_dim": 16,
             "max_position_embeddings": 4096,
             "rms_norm_eps": 1e-6,
+            "rope_theta": 1000000.0,
+            "tie_word_embeddings": True,
             "vocab_size": ids["vocab_size"],
             "torch_dtype": "float32",
             **_generation_config(ids),
@@ -123,63 +126,87 @@ def write_text_model(model_dir: Path) -> Path:
 
 
 def write_vision_language_model(model_dir: Path) -> Path:
-    """A Qwen2-VL-shaped model: the only shape Dynamo accepts for encoder disaggregation."""
+    """A Qwen3-VL-shaped model, the architecture of the GPU tier's Qwen3-VL-2B-Instruct (text
+    and vision configs nested, interleaved mrope, deepstack vision tower)."""
     model_dir.mkdir(parents=True, exist_ok=True)
     ids = _write_tokenizer(model_dir)
     _write_json(
         model_dir / "config.json",
         {
-            "architectures": ["Qwen2VLForConditionalGeneration"],
-            "model_type": "qwen2_vl",
-            "hidden_size": 64,
-            "intermediate_size": 128,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 4,
-            "max_position_embeddings": 4096,
-            "max_window_layers": 1,
-            "rms_norm_eps": 1e-6,
-            "rope_theta": 1000000.0,
-            "rope_scaling": {"type": "mrope", "rope_type": "default", "mrope_section": [2, 3, 3]},
-            "vocab_size": ids["vocab_size"],
+            "architectures": ["Qwen3VLForConditionalGeneration"],
+            "model_type": "qwen3_vl",
+            "text_config": {
+                "model_type": "qwen3_vl_text",
+                "hidden_size": 64,
+                "intermediate_size": 128,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 4,
+                "num_key_value_heads": 4,
+                "head_dim": 16,
+                "hidden_act": "silu",
+                "max_position_embeddings": 4096,
+                "rms_norm_eps": 1e-6,
+                "rope_theta": 5000000,
+                "rope_scaling": {
+                    "rope_type": "default",
+                    "mrope_interleaved": True,
+                    "mrope_section": [2, 3, 3],
+                },
+                "tie_word_embeddings": True,
+                "vocab_size": ids["vocab_size"],
+                "torch_dtype": "float32",
+                **_generation_config(ids),
+            },
+            "vision_config": {
+                "model_type": "qwen3_vl",
+                "depth": 2,
+                "hidden_size": 32,
+                "intermediate_size": 64,
+                "hidden_act": "gelu_pytorch_tanh",
+                "num_heads": 2,
+                "in_channels": 3,
+                "patch_size": 16,
+                "spatial_merge_size": 2,
+                "temporal_patch_size": 2,
+                "out_hidden_size": 64,
+                "num_position_embeddings": 64,
+                "deepstack_visual_indexes": [0],
+            },
+            "tie_word_embeddings": True,
             "torch_dtype": "float32",
             "image_token_id": ids["<|image_pad|>"],
             "video_token_id": ids["<|video_pad|>"],
             "vision_start_token_id": ids["<|vision_start|>"],
             "vision_end_token_id": ids["<|vision_end|>"],
-            "vision_config": {
-                "depth": 1,
-                "embed_dim": 32,
-                "hidden_size": 64,
-                "hidden_act": "quick_gelu",
-                "mlp_ratio": 2,
-                "num_heads": 2,
-                "in_chans": 3,
-                "patch_size": 14,
-                "spatial_merge_size": 2,
-                "temporal_patch_size": 2,
-            },
-            **_generation_config(ids),
         },
     )
     _write_json(model_dir / "generation_config.json", _generation_config(ids))
     processor = {
-        "image_processor_type": "Qwen2VLImageProcessor",
-        "processor_class": "Qwen2VLProcessor",
+        "image_processor_type": "Qwen2VLImageProcessorFast",
+        "processor_class": "Qwen3VLProcessor",
         "do_resize": True,
         "do_normalize": True,
         "do_rescale": True,
         "do_convert_rgb": True,
-        "image_mean": [0.48145466, 0.4578275, 0.40821073],
-        "image_std": [0.26862954, 0.26130258, 0.27577711],
-        "min_pixels": 3136,
-        "max_pixels": 12544,
-        "patch_size": 14,
+        "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5],
+        "size": {"shortest_edge": 4096, "longest_edge": 16384},
+        "patch_size": 16,
         "merge_size": 2,
         "temporal_patch_size": 2,
         "rescale_factor": 0.00392156862745098,
     }
     _write_json(model_dir / "preprocessor_config.json", processor)
+    _write_json(
+        model_dir / "video_preprocessor_config.json",
+        {
+            **processor,
+            "video_processor_type": "Qwen3VLVideoProcessor",
+            "fps": 2,
+            "min_frames": 2,
+            "max_frames": 8,
+        },
+    )
     _write_json(model_dir / "chat_template.json", {"chat_template": _CHATML_TEMPLATE})
     return model_dir
 
@@ -212,11 +239,12 @@ def write_cross_encoder_model(model_dir: Path) -> Path:
     return model_dir
 
 
-def write_diffusion_model(model_dir: Path) -> Path:
-    """A diffusers-style pipeline index: the stand-in generator reads nothing else."""
+def write_diffusion_model(model_dir: Path, pipeline: str) -> Path:
+    """A diffusers-style pipeline index naming the GPU tier model's pipeline class
+    (ZImagePipeline, WanPipeline): the stand-in generator reads nothing else."""
     model_dir.mkdir(parents=True, exist_ok=True)
     _write_json(
         model_dir / "model_index.json",
-        {"_class_name": "FluxPipeline", "_diffusers_version": "0.35.0"},
+        {"_class_name": pipeline, "_diffusers_version": "0.35.0"},
     )
     return model_dir
