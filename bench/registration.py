@@ -54,6 +54,7 @@ def bare_start_to_listed(session: Session, topology: Topology, tag: str) -> floa
             nats=session.endpoints.nats,
             tmpdir=session.scratch / f"b{tag}{index}",
             media_dir=session.workdir / "media",
+            hf_home=session.hf_home,
         )
         command = worker_command(
             "cpu",

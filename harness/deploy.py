@@ -15,7 +15,7 @@ import signal
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import checks, ports
@@ -27,12 +27,14 @@ from harness.infra import Endpoints
 from harness.listing import ListingWatch
 from harness.loopback import ProcessPorts
 from harness.observer import DiscoveryObserver, DiscoveryState
-from harness.processes import ManagedProcess, stop_all
+from harness.processes import ManagedProcess, Spawner, stop_all
 from harness.progress import LogMilestones, ProgressTicker, Sample, StartProgress, WorkerSample
 from harness.records import ModelCard
 from harness.requests import Reply, send
 from harness.runtime import gpus
 from harness.runtime.launch import WorkerSite, worker_command
+from harness.runtime.spawn import FRESH, ZYGOTE
+from harness.stops import BackgroundStops
 from harness.timeline import WorkerTimeline
 from harness.topology import Scenario, Topology, WorkerSpec
 from harness.violations import (
@@ -52,23 +54,39 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass(frozen=True)
 class Settings:
+    """Deadlines. The CPU tier's are tight where its starts are fast (a worker forked from
+    the template serves in well under a second); the GPU tier's follow each layout."""
+
     tier: str = "cpu"
-    register_deadline_s: float | None = None  # None: 120 s (CPU), the layout's (GPU)
+    spawn: str = FRESH  # CPU tier: how workers start (harness.runtime.spawn)
+    register_deadline_s: float | None = None  # None: see register_deadline()
     card_grace_s: float | None = None  # instance without card, once every peer serves
-    list_deadline_s: float = 30.0  # from the last card to the model in /v1/models
+    list_deadline_s: float | None = None  # from the last card to the model in /v1/models
     stop_grace_s: float = 15.0
 
     def register_deadline(self, scenario: Scenario) -> float:
-        """For every worker to serve and register, from the deployment's start."""
+        """For every worker to serve and register, from the deployment's start: the layout's
+        start timeout (GPU), 30 s from the template, 120 s for fresh CPU processes (2-3 of
+        them importing at once on 2 cores take up to 30 s)."""
         if self.register_deadline_s is not None:
             return self.register_deadline_s
-        return 120.0 if self.tier == "cpu" else float(scenario.placement.start_timeout_s)
+        if self.tier != "cpu":
+            return float(scenario.placement.start_timeout_s)
+        return 30.0 if self.spawn == ZYGOTE else 120.0
 
     @property
     def card_grace(self) -> float:
+        """A card lands within a second of its instance (measured: 0-0.7 s on 1.6.1)."""
         if self.card_grace_s is not None:
             return self.card_grace_s
-        return 20.0 if self.tier == "cpu" else 60.0
+        return 5.0 if self.tier == "cpu" else 60.0
+
+    @property
+    def list_deadline(self) -> float:
+        """Listing follows the last card by 30-100 ms on the CPU tier."""
+        if self.list_deadline_s is not None:
+            return self.list_deadline_s
+        return 10.0 if self.tier == "cpu" else 30.0
 
 
 @dataclass
@@ -85,6 +103,13 @@ class Session:
     gpu_share: tuple[str, ...] = ()  # GPU tier: this run's GPUs (disjoint per xdist worker)
     progress: Callable[[str], None] | None = None  # where live start-up lines go, if anywhere
     progress_heartbeat_s: float = 30.0
+    spawner: Spawner | None = None  # CPU tier: the worker template; None: fresh processes
+    stops: BackgroundStops = field(default_factory=BackgroundStops)
+
+    @property
+    def hf_home(self) -> Path:
+        """CPU tier: one private, empty Hugging Face home for every process of the session."""
+        return self.scratch / "hf"
 
 
 @dataclass
@@ -124,8 +149,11 @@ class Deployment:
         fault_delay_s: float = 0.0,
         strict: bool = False,
         sequential: bool | None = None,
+        spawn: str | None = None,
     ) -> None:
         self.scenario = what if isinstance(what, Scenario) else Scenario.packed(what)
+        # Fresh processes when asked for (or no template exists), else the session's template.
+        self._spawner = None if spawn == FRESH else session.spawner
         # The layout's start order: the GPU tier's default; a CPU-tier test can ask for it.
         self.sequential = session.settings.tier == "gpu" if sequential is None else sequential
         topology = self.topology = self.scenario.topology
@@ -234,6 +262,7 @@ class Deployment:
             nats=self.session.endpoints.nats,
             tmpdir=self.session.scratch / f"{self.namespace[-6:]}-{len(self.workers)}",
             media_dir=self.workdir / "media",
+            hf_home=self.session.hf_home,
         )
         command = worker_command(
             self.session.settings.tier,
@@ -252,6 +281,7 @@ class Deployment:
             env=command.environment(),
             log_path=self.workdir / "logs" / f"{spec.role}.log",
             cwd=ROOT,
+            spawner=self._spawner,
         ).start()
         return Worker(spec, proc, process_ports, fault)
 
@@ -297,7 +327,7 @@ class Deployment:
     def worker(self, role: str) -> Worker:
         return next(w for w in self.workers if w.role == role)
 
-    def _discovery_now(self) -> DiscoveryState:
+    def discovery_now(self) -> DiscoveryState:
         """This namespace's instances and cards, read from etcd directly (no watch lag)."""
         ns = self.namespace
         return self.session.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
@@ -305,7 +335,7 @@ class Deployment:
     def advertised_addresses(self) -> set[str]:
         """Every IPv4 address the workers advertise in etcd (read directly, now)."""
         ns = self.namespace
-        state = self._discovery_now()
+        state = self.discovery_now()
         return set().union(*checks.advertised_addresses(state, ns).values())
 
     def card(self, role: str) -> ModelCard | None:
@@ -409,7 +439,7 @@ class Deployment:
 
     def _roles_without_card_in_etcd(self) -> list[str]:
         ns = self.namespace
-        state = self._discovery_now()
+        state = self.discovery_now()
         return [w.role for w in self.workers if not checks.records_for(state, ns, w).registered]
 
     def _await_listing(self) -> list[Violation]:
@@ -417,7 +447,7 @@ class Deployment:
         200 (readiness is a served request, not an open port or a listing)."""
         if not self.topology.public_workers:
             return []
-        deadline = Deadline(self.session.settings.list_deadline_s)
+        deadline = Deadline(self.session.settings.list_deadline)
         public_role = self.topology.public_workers[0].role
         if not self._listing.wait(deadline):
             self._listing.stop()
@@ -515,7 +545,7 @@ class Deployment:
             self.session.frontend.log_since(self._frontend_log_offset), self.model_name
         )
         ns = self.namespace
-        state = self._discovery_now()
+        state = self.discovery_now()
         violations += checks.cards_without_instances(state, ns)
         violations += checks.non_loopback_addresses(state, ns)
         violations = self._without_known(violations)

@@ -54,7 +54,7 @@ def start_frontend(
     env = {
         **inherited_env(),
         **loopback_env(endpoints.etcd, endpoints.nats, ProcessPorts.allocate(), tmpdir),
-        **hugging_face_env(tier, tmpdir),
+        **hugging_face_env(tier, scratch / "hf"),
     }
     proc = ManagedProcess(
         role="frontend",

@@ -26,6 +26,8 @@ _SCRUBBED = (
     "NATS_SERVER",
     "CUDA_VISIBLE_DEVICES",
     "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION",
+    # Set by pytest per test phase; libraries read it at import to detect a test run.
+    "PYTEST_CURRENT_TEST",
 )
 
 
@@ -51,21 +53,18 @@ def inherited_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
 
 
-def offline_hf_env(tmpdir: Path) -> dict[str, str]:
-    """No Hugging Face hub at all: for processes whose models are local directories."""
+def offline_hf_env(hf_home: Path) -> dict[str, str]:
+    """No Hugging Face hub at all: for processes whose models are local directories. One
+    private HF_HOME per session: huggingface_hub reads it once, at import."""
     return {
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
-        "HF_HOME": str(tmpdir / "hf"),
+        "HF_HOME": str(hf_home),
     }
 
 
-def loopback_env(
-    etcd_endpoint: str, nats_url: str, process_ports: ProcessPorts, tmpdir: Path
-) -> dict[str, str]:
-    """What the harness sets for every Dynamo process: discovery, loopback hosts, own ports,
-    own TMPDIR (created here)."""
-    tmpdir.mkdir(parents=True, exist_ok=True)
+def session_env(etcd_endpoint: str, nats_url: str) -> dict[str, str]:
+    """What every Dynamo process of a session shares: discovery, loopback hosts, planes."""
     return {
         "ETCD_ENDPOINTS": etcd_endpoint,
         "NATS_SERVER": nats_url,
@@ -76,12 +75,27 @@ def loopback_env(
         "DYN_EVENT_PLANE_HOST": LOOPBACK,
         "SGLANG_HOST_IP": LOOPBACK,
         "DYN_EVENT_PLANE": "nats",
-        "DYN_TCP_RPC_PORT": str(process_ports.tcp_rpc),
-        "DYN_TCP_RESPONSE_STREAM_PORT": str(process_ports.tcp_response_stream),
-        "DYN_SYSTEM_PORT": str(process_ports.system),
-        "TMPDIR": str(tmpdir),
         "OMP_NUM_THREADS": "1",
         "PYTHONUNBUFFERED": "1",
         "NO_PROXY": "127.0.0.1,localhost",
         "no_proxy": "127.0.0.1,localhost",
     }
+
+
+def process_env(process_ports: ProcessPorts, tmpdir: Path) -> dict[str, str]:
+    """What each process has to itself: its ports and its TMPDIR (created here)."""
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    return {
+        "DYN_TCP_RPC_PORT": str(process_ports.tcp_rpc),
+        "DYN_TCP_RESPONSE_STREAM_PORT": str(process_ports.tcp_response_stream),
+        "DYN_SYSTEM_PORT": str(process_ports.system),
+        "TMPDIR": str(tmpdir),
+    }
+
+
+def loopback_env(
+    etcd_endpoint: str, nats_url: str, process_ports: ProcessPorts, tmpdir: Path
+) -> dict[str, str]:
+    """What the harness sets for every Dynamo process: discovery, loopback hosts, own ports,
+    own TMPDIR (created here)."""
+    return {**session_env(etcd_endpoint, nats_url), **process_env(process_ports, tmpdir)}

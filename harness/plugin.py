@@ -22,10 +22,13 @@ from harness.infra import PROVIDERS, Endpoints, select_provider
 from harness.model_source import ModelSource, describe_models, model_source
 from harness.observer import DiscoveryObserver
 from harness.processes import install_cleanup_handlers
-from harness.runtime import gpus, tier
-from harness.runtime.models import BadModelOverride, apply_overrides
+from harness.runtime import gpus, spawn, tier
+from harness.runtime.launch import template_env
+from harness.runtime.models import apply_overrides
 from harness.timeline import HEADER
 from harness.topology import Scenario, Topology
+
+ROOT = Path(__file__).resolve().parent.parent
 
 MARKERS = {
     "sglang": "exercises dynamo.sglang workers",
@@ -70,15 +73,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--register-deadline",
         type=float,
         default=None,
-        help="seconds for every worker to serve and register (default: 120 on the CPU tier, "
-        "the layout's start timeout on the GPU tier)",
+        help="seconds for every worker to serve and register (default: the layout's start "
+        "timeout on the GPU tier; CPU tier: 30 from the template, 120 fresh)",
     )
     group.addoption(
         "--card-grace",
         type=float,
         default=None,
         help="seconds a serving worker may lack its card once all peers serve "
-        "(default: 20 CPU tier, 60 GPU tier)",
+        "(default: 5 CPU tier, 60 GPU tier)",
     )
     group.addoption(
         "--inject-fault",
@@ -87,6 +90,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="ROLE=FAULT",
         help="CPU tier: run ROLE with a fault (see workers/faults.py) in every topology that "
         "has that role, to see what the harness reports",
+    )
+    group.addoption(
+        "--spawn",
+        default=os.environ.get("HARNESS_SPAWN", "auto"),
+        choices=["auto", *spawn.SPAWN_MODES],
+        help="how CPU-tier workers start: zygote (auto's choice on the CPU tier) forks each "
+        "from a pre-imported template, fresh starts a new interpreter (the GPU tier's way)",
     )
     group.addoption(
         "--progress",
@@ -104,12 +114,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--list-deadline",
         type=float,
-        default=30.0,
-        help="seconds from registration to the model in /v1/models",
+        default=None,
+        help="seconds from registration to the model listed and a request served "
+        "(default: 10 CPU tier, 30 GPU tier)",
     )
 
 
 TIER_KEY = pytest.StashKey[tier.TierChoice]()
+SPAWN_KEY = pytest.StashKey[str]()
 GPU_SHARE_KEY = pytest.StashKey[tuple[str, ...]]()
 
 
@@ -119,7 +131,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
     try:
         apply_overrides({}, config.getoption("model"))
-    except BadModelOverride as bad:
+        config.stash[SPAWN_KEY] = spawn.spawn_mode(config.getoption("spawn"), chosen_tier(config))
+    except ValueError as bad:
         raise pytest.UsageError(str(bad)) from None
     config.stash[GPU_SHARE_KEY] = gpus.share(gpus.visible_gpus(), *gpus.xdist_position())
     config.pluginmanager.register(_RunReport(), "discovery-harness-report")
@@ -248,6 +261,7 @@ def topology_param(topology: Topology, *extra_marks: pytest.MarkDecorator) -> ob
 def harness_settings(pytestconfig: pytest.Config) -> Settings:
     return Settings(
         tier=chosen_tier(pytestconfig),
+        spawn=pytestconfig.stash[SPAWN_KEY],
         register_deadline_s=pytestconfig.getoption("register_deadline"),
         card_grace_s=pytestconfig.getoption("card_grace"),
         list_deadline_s=pytestconfig.getoption("list_deadline"),
@@ -296,6 +310,31 @@ def models(pytestconfig: pytest.Config, harness_workdir: Path) -> ModelSource:
 
 
 @pytest.fixture(scope="session")
+def worker_template(
+    pytestconfig: pytest.Config,
+    infra_endpoints: Endpoints,
+    harness_workdir: Path,
+    harness_scratch: Path,
+) -> Iterator[spawn.Zygote | None]:
+    """The pre-imported CPU worker template (`--spawn zygote`), or None (fresh processes).
+    Started here and not waited for: its imports overlap the frontend's start."""
+    if pytestconfig.stash[SPAWN_KEY] != spawn.ZYGOTE:
+        yield None
+        return
+    env = template_env(
+        infra_endpoints.etcd,
+        infra_endpoints.nats,
+        harness_scratch / "hf",
+        harness_scratch / "zygote",
+    )
+    zygote = spawn.Zygote(env, harness_workdir / "zygote.log", ROOT).start()
+    try:
+        yield zygote
+    finally:
+        zygote.stop()
+
+
+@pytest.fixture(scope="session")
 def harness_session(
     infra_endpoints: Endpoints,
     discovery_observer: DiscoveryObserver,
@@ -303,13 +342,15 @@ def harness_session(
     harness_settings: Settings,
     harness_workdir: Path,
     harness_scratch: Path,
+    worker_template: spawn.Zygote | None,
     pytestconfig: pytest.Config,
 ) -> Iterator[Session]:
     frontend = start_frontend(
         infra_endpoints, harness_workdir, harness_scratch, harness_settings.tier
     )
+    session: Session | None = None
     try:
-        yield Session(
+        session = Session(
             infra_endpoints,
             frontend,
             discovery_observer,
@@ -320,8 +361,12 @@ def harness_session(
             gpu_share=pytestconfig.stash[GPU_SHARE_KEY],
             progress=pytestconfig.stash[PROGRESS_KEY],
             progress_heartbeat_s=pytestconfig.getoption("progress_heartbeat"),
+            spawner=worker_template,
         )
+        yield session
     finally:
+        if session is not None:
+            session.stops.drain()
         frontend.proc.stop(grace=10)
 
 
@@ -332,9 +377,10 @@ DeployFn = Callable[..., Deployment]
 @pytest.fixture
 def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator[DeployFn]:
     """`deploy(topology_or_scenario, faults={role: fault}, fault_delay_s=0, strict=False,
-    sequential=None)`: start it and wait until it is ready (raises ContractFailure
+    sequential=None, spawn=None)`: start it and wait until it is ready (raises ContractFailure
     otherwise). Everything started is stopped after. A topology alone deploys its packed
-    1-GPU layout; `sequential=True` applies the layout's start order on the CPU tier too."""
+    1-GPU layout; `sequential=True` applies the layout's start order on the CPU tier too;
+    `spawn="fresh"` starts its workers as fresh processes whatever the session's --spawn."""
     started: list[Deployment] = []
     injected = dict(pair.split("=", 1) for pair in request.config.getoption("inject_fault"))
 
@@ -344,6 +390,7 @@ def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator
         fault_delay_s: float = 0.0,
         strict: bool = False,
         sequential: bool | None = None,
+        spawn: str | None = None,
     ) -> Deployment:
         topology = what.topology if isinstance(what, Scenario) else what
         if faults is None:
@@ -351,7 +398,9 @@ def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator
             faults = {role: fault for role, fault in injected.items() if role in roles}
         if faults and harness_session.settings.tier != "cpu":
             pytest.skip("fault injection needs the CPU tier")
-        deployment = Deployment(what, harness_session, faults, fault_delay_s, strict, sequential)
+        deployment = Deployment(
+            what, harness_session, faults, fault_delay_s, strict, sequential, spawn
+        )
         started.append(deployment)
         return deployment.start().await_ready()
 
@@ -360,7 +409,7 @@ def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator
     finally:
         for deployment in started:
             _record_timeline(request, deployment)
-            deployment.stop()
+            harness_session.stops.submit(deployment.namespace, deployment.stop)
 
 
 def _record_timeline(request: pytest.FixtureRequest, deployment: Deployment) -> None:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import psutil
 
@@ -57,6 +57,26 @@ class WaitTimeout(TimeoutError):
         )
 
 
+class ProcessHandle(Protocol):
+    """What the harness needs of a started process: Popen, or a child of the worker template
+    (harness.runtime.spawn.ForkedChild)."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+class Spawner(Protocol):
+    """Starts a process in its own session, stdin from /dev/null, output to its log."""
+
+    def spawn(
+        self, argv: list[str], env: dict[str, str], cwd: Path | None, log_path: Path
+    ) -> ProcessHandle: ...
+
+
 @dataclass
 class ManagedProcess:
     role: str
@@ -64,22 +84,28 @@ class ManagedProcess:
     env: dict[str, str]
     log_path: Path
     cwd: Path | None = None
-    popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    spawner: Spawner | None = None  # None: a fresh subprocess
+    pass_fds: tuple[int, ...] = ()  # fresh subprocesses only
+    popen: ProcessHandle | None = field(default=None, repr=False)
     started_wall: float = 0.0
     started_mono: float = 0.0
 
     def start(self) -> ManagedProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self.popen = subprocess.Popen(
-                self.argv,
-                env=self.env,
-                cwd=self.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        if self.spawner is not None:
+            self.popen = self.spawner.spawn(self.argv, self.env, self.cwd, self.log_path)
+        else:
+            with open(self.log_path, "ab") as log:
+                self.popen = subprocess.Popen(
+                    self.argv,
+                    env=self.env,
+                    cwd=self.cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    pass_fds=self.pass_fds,
+                )
         self.started_wall, self.started_mono = time.time(), time.monotonic()
         with _LIVE_LOCK:
             _LIVE[self.popen.pid] = self

@@ -165,6 +165,8 @@ class StartProgress:
 def _steps_between(previous: str | None, step: str) -> list[str]:
     """The steps from just after `previous` up to `step`, or just `step` when it is not a
     step forward (a worker that exited, or a first sample)."""
+    if previous is None and step in STEPS[1:]:
+        previous = WAITING  # first seen already past the start: every step up to here
     if previous in STEPS and step in STEPS and STEPS.index(step) > STEPS.index(previous):
         start = max(STEPS.index(previous) + 1, STEPS.index(STARTED))
         return list(STEPS[start : STEPS.index(step) + 1])

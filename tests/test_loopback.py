@@ -32,7 +32,7 @@ def test_hugging_face_env_is_the_tiers(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", "/runner/hf")
     cpu = hugging_face_env("cpu", tmp_path)
     assert cpu["HF_HUB_OFFLINE"] == cpu["TRANSFORMERS_OFFLINE"] == "1"
-    assert cpu["HF_HOME"] == str(tmp_path / "hf")  # private: nothing from the caller's cache
+    assert cpu["HF_HOME"] == str(tmp_path)  # private: nothing from the caller's cache
     gpu = hugging_face_env("gpu", tmp_path)
     assert "HF_HOME" not in gpu and gpu["HF_HUB_OFFLINE"] == "1"  # the runner's cache, offline
     assert hugging_face_env("gpu", tmp_path, offline=False) == {}

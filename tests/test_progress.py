@@ -100,6 +100,8 @@ def test_progress_reaches_the_terminal_from_an_xdist_worker_under_q():
             "1",
             "--tier",
             "cpu",
+            "--spawn",
+            "fresh",  # a start of seconds, as the GPU tier's take minutes
             "--progress",
             "on",
             "--progress-heartbeat",

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.loopback import ProcessPorts, inherited_env, loopback_env, offline_hf_env
+from harness.loopback import (
+    ProcessPorts,
+    inherited_env,
+    loopback_env,
+    offline_hf_env,
+    session_env,
+)
 from harness.runtime.tier import CPU, GPU
 from harness.topology import Scenario, WorkerSpec
 
@@ -43,7 +49,7 @@ TIER_DIFFERENCES: tuple[TierDifference, ...] = (
     ),
     TierDifference(
         "Hugging Face env",
-        "HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1, a private empty HF_HOME",
+        "HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1, a private empty HF_HOME per session",
         "HF_HOME / HF_TOKEN passed through; HF_HUB_OFFLINE=1 and TRANSFORMERS_OFFLINE=1 once "
         "every model is in the cache (`python -m harness models fetch`)",
     ),
@@ -64,6 +70,11 @@ TIER_DIFFERENCES: tuple[TierDifference, ...] = (
         "register = the layout's start timeout, card grace 60 s",
     ),
     TierDifference("fault injection", "--harness-fault (self-tests)", "none"),
+    TierDifference(
+        "process",
+        "forked from a pre-imported template (--spawn zygote, the default) or fresh",
+        "always a fresh process",
+    ),
 )
 
 
@@ -78,6 +89,7 @@ class WorkerSite:
     nats: str
     tmpdir: Path
     media_dir: Path
+    hf_home: Path  # CPU tier: the session's private, empty Hugging Face home
 
 
 @dataclass(frozen=True)
@@ -153,7 +165,7 @@ def worker_command(
         argv += ["--media-output-fs-url", site.media_dir.as_uri()]
     env = loopback_env(site.etcd, site.nats, site.ports, site.tmpdir)
     env.update(dict(placement.env))
-    env.update(hugging_face_env(tier, site.tmpdir, hf_offline))
+    env.update(hugging_face_env(tier, site.hf_home, hf_offline))
     if tier == CPU:
         argv += ["--device", "cpu"]
         env["CUDA_VISIBLE_DEVICES"] = ""
@@ -175,11 +187,11 @@ def worker_command(
     )
 
 
-def hugging_face_env(tier: str, tmpdir: Path, offline: bool = True) -> dict[str, str]:
+def hugging_face_env(tier: str, hf_home: Path, offline: bool = True) -> dict[str, str]:
     """CPU tier: no hub at all (local dirs). GPU tier: the caller's HF_HOME and HF_TOKEN stay;
     offline once the models are in that cache, so a run never downloads."""
     if tier == CPU:
-        return offline_hf_env(tmpdir)
+        return offline_hf_env(hf_home)
     return {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if offline else {}
 
 
@@ -189,3 +201,17 @@ def _engine_module(tier: str) -> str:
     if tier == GPU:
         return GPU_ENGINE_MODULE
     raise ValueError(f"unknown tier {tier!r}")
+
+
+def template_env(etcd: str, nats: str, hf_home: Path, tmpdir: Path) -> dict[str, str]:
+    """The CPU-tier worker template's whole environment: what every worker of the session
+    shares (each forked worker then gets its own on top; tests hold the template to reading
+    nothing at import that differs per worker)."""
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    return {
+        **inherited_env(),
+        **session_env(etcd, nats),
+        **hugging_face_env(CPU, hf_home),
+        "CUDA_VISIBLE_DEVICES": "",
+        "TMPDIR": str(tmpdir),
+    }

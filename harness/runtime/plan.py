@@ -70,6 +70,7 @@ def build_plan(
                     nats=PLACEHOLDER_NATS,
                     tmpdir=workdir / "tmp" / f"{topology.name}-{scenario.placement.name}-{index}",
                     media_dir=workdir / "media",
+                    hf_home=workdir / "hf",
                 )
                 commands.append(
                     worker_command(

@@ -1,0 +1,276 @@
+"""How a CPU-tier worker process comes to be: a fresh interpreter, or a fork of the template.
+
+`fresh` starts `python -m workers.cpu_sglang ARGV` (what the GPU tier does with
+`dynamo.sglang`): ~6-15 s of imports before the first line of Dynamo's code runs. `zygote`
+keeps one pre-imported template per test session (workers/zygote.py) and forks each worker
+from it with its own argv, environment, session, log and TMPDIR: the same launcher then runs
+the real `dynamo.sglang` entry point, in well under a second. The harness still manages the
+child like any other process: its pid, its process group, SIGTERM then SIGKILL; its exit code
+comes from the template, which is its parent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.deadline import Deadline
+from harness.processes import ManagedProcess, WaitTimeout
+
+FRESH, ZYGOTE = "fresh", "zygote"
+SPAWN_MODES = (FRESH, ZYGOTE)
+ZYGOTE_MODULE = "workers.zygote"
+ZYGOTE_RUNS = "workers.cpu_sglang"  # the only launcher a template has pre-imported
+LOST = -255  # exit code reported for a child whose template died before it
+
+
+class ForkedChild:
+    """A worker forked by the template, with the part of Popen's interface the harness uses."""
+
+    def __init__(self, pid: int, args: list[str]) -> None:
+        self.pid = pid
+        self.args = args
+        self.returncode: int | None = None
+        self._done = threading.Event()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._done.wait(timeout):
+            raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
+        assert self.returncode is not None
+        return self.returncode
+
+    def exited(self, code: int) -> None:
+        self.returncode = code
+        self._done.set()
+
+
+@dataclass(frozen=True)
+class TemplateInfo:
+    """What the template reported once its imports were done."""
+
+    pid: int
+    import_s: float
+    threads: tuple[str, ...]  # Python threads alive in the template
+    os_threads: int  # kernel tasks of the template process (1 = single-threaded)
+    env_reads: frozenset[str]  # environment variables read while importing
+    reread: frozenset[str]  # of those, what every child re-reads after the fork
+    modules: int
+
+    def problems(self) -> list[str]:
+        """Why forking from this template would not give a faithful worker."""
+        if self.os_threads == 1 and self.threads == ("MainThread",):
+            return []
+        return [
+            f"the worker template (pid {self.pid}) runs {self.os_threads} OS thread(s) "
+            f"(Python: {', '.join(self.threads)}) before it forks: a thread or runtime started "
+            "at import (tokio, a torch or tokenizers pool, a ZMQ context) does not survive fork"
+        ]
+
+    def frozen_for(self, template_env: dict[str, str], worker_env: dict[str, str]) -> list[str]:
+        """Variables read at import whose value this worker would see differently: frozen at
+        the template's value in a forked child."""
+        return sorted(
+            name
+            for name in self.env_reads - self.reread
+            if template_env.get(name) != worker_env.get(name)
+        )
+
+
+class TemplateUnfit(RuntimeError):
+    """Forking from the template would not give a faithful worker (threads, frozen env)."""
+
+
+class Zygote:
+    """One pre-imported template process and the children forked from it."""
+
+    def __init__(
+        self, env: dict[str, str], log_path: Path, cwd: Path, also_import: tuple[str, ...] = ()
+    ) -> None:
+        self._env = env
+        self._also_import = also_import
+        self._log_path = log_path
+        self._cwd = cwd
+        self._conn: socket.socket | None = None
+        self.proc: ManagedProcess | None = None
+        self.info: TemplateInfo | None = None
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._replies: dict[int, ForkedChild | None] = {}
+        self._reply_ready = threading.Condition()
+        self._children: dict[int, ForkedChild] = {}
+        self._reader: threading.Thread | None = None
+
+    def start(self) -> Zygote:
+        parent, child = socket.socketpair()
+        self.proc = ManagedProcess(
+            role="zygote",
+            argv=[
+                sys.executable,
+                "-m",
+                ZYGOTE_MODULE,
+                "--control-fd",
+                str(child.fileno()),
+                *(arg for name in self._also_import for arg in ("--also-import", name)),
+            ],
+            env=self._env,
+            log_path=self._log_path,
+            cwd=self._cwd,
+            pass_fds=(child.fileno(),),
+        ).start()
+        child.close()
+        self._conn = parent
+        self._reader = threading.Thread(target=self._read, name="zygote-reader", daemon=True)
+        self._reader.start()
+        return self
+
+    def wait_ready(self, deadline: Deadline) -> TemplateInfo:
+        """Block until the template has imported everything; fail at once if it died, and
+        with TemplateUnfit if it runs threads."""
+        assert self.proc is not None
+        while not self._ready.is_set():
+            self.proc.ensure_alive("its imports (the worker template)")
+            if deadline.expired:
+                raise WaitTimeout(self.proc, "its imports (the worker template)", deadline.seconds)
+            self._ready.wait(deadline.slice(0.25))
+        assert self.info is not None
+        if self.info.problems():
+            raise TemplateUnfit("; ".join(self.info.problems()))
+        return self.info
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The template's own environment (every forked worker starts from it)."""
+        return dict(self._env)
+
+    @staticmethod
+    def runs(argv: list[str]) -> bool:
+        """Whether this command line is one the template can run (the CPU launcher)."""
+        return argv[1:3] == ["-m", ZYGOTE_RUNS]
+
+    def spawn(
+        self, argv: list[str], env: dict[str, str], cwd: Path | None, log_path: Path
+    ) -> ForkedChild:
+        """Fork a worker running `argv` (python -m workers.cpu_sglang ...)."""
+        if not self.runs(argv):
+            raise ValueError(f"the template runs only `python -m {ZYGOTE_RUNS}`, not {argv[:3]}")
+        info = self.wait_ready(Deadline(180))
+        frozen = info.frozen_for(self._env, env)
+        if frozen:
+            raise TemplateUnfit(
+                "this worker's environment differs from the worker template's in variables "
+                f"the template read at import, which a fork would leave frozen: {', '.join(frozen)}"
+                f" (template: {[self._env.get(n) for n in frozen]}, worker: "
+                f"{[env.get(n) for n in frozen]}); start it fresh (spawn='fresh' / --spawn "
+                "fresh) or give the template that value"
+            )
+        assert self._conn is not None and self.proc is not None
+        request_id = next(self._ids)
+        request = {
+            "op": "spawn",
+            "id": request_id,
+            "argv": argv[3:],
+            "env": env,
+            "cwd": str(cwd or self._cwd),
+            "log": str(log_path),
+        }
+        with self._reply_ready:
+            self._replies[request_id] = None
+        with self._lock:
+            self._conn.sendall((json.dumps(request) + "\n").encode())
+        deadline = Deadline(30)
+        with self._reply_ready:
+            while self._replies[request_id] is None:
+                self.proc.ensure_alive("a fork (the worker template)")
+                if deadline.expired:
+                    raise WaitTimeout(self.proc, "a fork (the worker template)", 30)
+                self._reply_ready.wait(deadline.slice(0.25))
+            child = self._replies.pop(request_id)
+        assert child is not None
+        return child
+
+    def _read(self) -> None:
+        assert self._conn is not None
+        with contextlib.suppress(OSError), self._conn.makefile("rb") as lines:
+            for line in lines:
+                self._dispatch(json.loads(line))
+        self._template_gone()
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        if "ready" in message:
+            self.info = TemplateInfo(
+                pid=message["ready"],
+                import_s=message["import_s"],
+                threads=tuple(message["threads"]),
+                os_threads=message["os_threads"],
+                env_reads=frozenset(message["env_reads"]),
+                reread=frozenset(message["reread"]),
+                modules=message["modules"],
+            )
+            self._ready.set()
+        elif "exited" in message:
+            child = self._children.pop(message["exited"], None)
+            if child is not None:
+                child.exited(message["code"])
+        elif "id" in message:
+            child = ForkedChild(message["pid"], [ZYGOTE_RUNS])
+            self._children[child.pid] = child
+            with self._reply_ready:
+                self._replies[message["id"]] = child
+                self._reply_ready.notify_all()
+
+    def _template_gone(self) -> None:
+        """The template exited: its children's exit codes are lost; report them as LOST once
+        they are gone, so a waiter never hangs."""
+        for child in list(self._children.values()):
+            threading.Thread(target=_await_gone, args=(child,), daemon=True).start()
+
+    def stop(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(OSError):
+                self._conn.shutdown(socket.SHUT_RDWR)
+        if self.proc is not None:
+            self.proc.stop(grace=5)
+        if self._conn is not None:
+            self._conn.close()
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+
+
+def _await_gone(child: ForkedChild) -> None:
+    """Wait for a process that is not our child to end (pidfd), then mark it LOST."""
+    try:
+        fd = os.pidfd_open(child.pid)
+    except ProcessLookupError:
+        child.exited(LOST)
+        return
+    try:
+        import select
+
+        select.select([fd], [], [])
+    finally:
+        os.close(fd)
+    child.exited(LOST)
+
+
+def spawn_mode(requested: str, tier: str) -> str:
+    """auto: the template on the CPU tier, fresh processes on the GPU tier (always)."""
+    if requested == "auto":
+        return ZYGOTE if tier == "cpu" else FRESH
+    if requested not in SPAWN_MODES:
+        raise ValueError(f"--spawn must be auto, fresh or zygote, not {requested!r}")
+    if requested == ZYGOTE and tier != "cpu":
+        raise ValueError("--spawn zygote exists on the CPU tier only (the GPU tier is fresh)")
+    return requested

@@ -1,0 +1,41 @@
+"""Workers forked from the pre-imported template are indistinguishable from fresh processes:
+the same keys, cards and instance records in etcd (ids, ports and names aside), the same
+answers over HTTP. The rest of the suite runs on the template, so this is what lets it."""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+import pytest
+
+from harness.fingerprint import answer_fingerprint, differences, discovery_fingerprint
+from harness.plugin import topology_param
+from harness.runtime.spawn import FRESH, ZYGOTE
+from scenarios.catalogue import AGGREGATED, MM_ENCODE_PD
+
+pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge, pytest.mark.gpu_0]
+
+
+@pytest.mark.parametrize("topology", [topology_param(t) for t in (AGGREGATED, MM_ENCODE_PD)])
+def test_forked_workers_register_and_answer_like_fresh_ones(topology, deploy, worker_template):
+    if worker_template is None:
+        pytest.skip("no worker template in this run (--spawn fresh)")
+    seen = {}
+    for spawn in (FRESH, ZYGOTE):
+        deployment = deploy(topology, spawn=spawn)
+        replies = [deployment.send(kind) for kind in topology.requests]
+        for worker in deployment.workers:  # its own group, parent and ports
+            process = psutil.Process(worker.pid)
+            assert os.getpgid(worker.pid) == worker.pid
+            assert (process.ppid() == worker_template.info.pid) == (spawn == ZYGOTE)
+            listening = {c.laddr.port for c in process.net_connections() if c.status == "LISTEN"}
+            assert {worker.ports.system, worker.ports.tcp_rpc} <= listening
+        state = deployment.discovery_now()
+        seen[spawn] = {
+            "etcd": discovery_fingerprint(state, deployment.namespace, deployment.model_name),
+            "http": [answer_fingerprint(r, deployment.model_name) for r in replies],
+        }
+        deployment.verify()
+    assert seen[FRESH]["etcd"], "nothing registered"
+    assert differences(seen[FRESH], seen[ZYGOTE]) == []

@@ -1,0 +1,45 @@
+"""Fingerprints compare two runs field by field: ids, ports and names aside, nothing else."""
+
+from __future__ import annotations
+
+from harness.fingerprint import answer_fingerprint, differences, discovery_fingerprint
+from harness.requests import Reply
+from tests.fakes import NS, card_entry, instance_entry, state
+
+
+def _run(instance_id: int, port: int, **card: object) -> dict:
+    observed = state(
+        instance_entry("backend", instance_id, port=port),
+        card_entry("backend", instance_id, runtime_config={"bootstrap_port": port + 1}, **card),
+    )
+    return discovery_fingerprint(observed, NS, "model-x")
+
+
+def test_ids_ports_and_names_aside_two_runs_are_equal():
+    assert differences(_run(0xABC1, 25012), _run(0xDEF2, 31000)) == []
+
+
+def test_a_different_card_field_is_named_with_its_path():
+    found = differences(_run(0xABC1, 25012), _run(0xABC1, 25012, worker_type="decode"))
+    assert found == [
+        "/v1/mdc/<ns>/backend/generate/<id:backend>/card_json/worker_type: 'aggregated' != 'decode'"
+    ]
+
+
+def test_a_key_in_one_run_only_is_named():
+    one = _run(0xABC1, 25012)
+    two = {**one, "v1/mdc/<ns>/encode/generate/<id:encode>": {}}
+    assert differences(one, two) == ["/v1/mdc/<ns>/encode/generate/<id:encode>: only in the second"]
+
+
+def test_answers_compare_without_per_call_ids():
+    def reply(content: str, call_id: str) -> Reply:
+        body = f'{{"id": "{call_id}", "created": 1, "model": "m-1", "choices": ["{content}"]}}'
+        return Reply("chat", "/v1/chat/completions", 200, None, body)
+
+    assert answer_fingerprint(reply("hi", "a"), "m-1") == answer_fingerprint(
+        reply("hi", "b"), "m-1"
+    )
+    assert differences(
+        answer_fingerprint(reply("hi", "a"), "m-1"), answer_fingerprint(reply("ho", "a"), "m-1")
+    ) == ["[2]/choices[0]: 'hi' != 'ho'"]

@@ -1,0 +1,97 @@
+"""The worker template's fidelity rules, each enforced: no thread before fork, no per-worker
+variable frozen at import, and a refusal (not a silently different worker) when either breaks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.catalogue import load
+from harness.deadline import Deadline
+from harness.runtime.launch import template_env
+from harness.runtime.plan import PLACEHOLDER_ETCD, PLACEHOLDER_NATS, build_plan
+from harness.runtime.spawn import TemplateUnfit, Zygote
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.e2e, pytest.mark.gpu_0]
+
+
+@pytest.fixture
+def template(worker_template: Zygote | None) -> Zygote:
+    if worker_template is None:
+        pytest.skip("no worker template in this run (--spawn fresh)")
+    worker_template.wait_ready(Deadline(180))
+    return worker_template
+
+
+def test_the_template_runs_no_thread_or_runtime_before_it_forks(template):
+    info = template.wait_ready(Deadline(1))
+    assert info.problems() == []
+    assert (info.os_threads, info.threads) == (1, ("MainThread",))
+    assert info.modules > 1000 and "TMPDIR" in info.reread
+
+
+def test_no_worker_of_the_catalogue_differs_from_the_template_in_a_frozen_variable(
+    template, tmp_path
+):
+    """Every CPU-tier worker command, against a template built the way the session builds
+    it: what the template read at import is the same for every worker, or re-read."""
+    info = template.wait_ready(Deadline(1))
+    hf_home = tmp_path / "hf"
+    base = template_env(PLACEHOLDER_ETCD, PLACEHOLDER_NATS, hf_home, tmp_path / "t")
+    commands = build_plan(load(), "cpu", workdir=tmp_path)
+    assert commands and all(c.env["HF_HOME"] == str(hf_home) for c in commands)
+    frozen = {f"{c.topology}/{c.role}": info.frozen_for(base, c.environment()) for c in commands}
+    assert not any(frozen.values()), frozen
+    # What a worker does hold of its own is read after the fork, never at import.
+    per_worker = {"DYN_TCP_RPC_PORT", "DYN_TCP_RESPONSE_STREAM_PORT", "DYN_SYSTEM_PORT"}
+    assert not per_worker & info.env_reads
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"), [("DYN_LOG", "debug"), ("DYN_DISCOVERY_BACKEND", "file")]
+)
+def test_a_worker_whose_import_time_variable_differs_is_refused(
+    template, tmp_path, variable, value
+):
+    env = {**template.env, variable: value}
+    argv = ["python", "-m", "workers.cpu_sglang", "--help"]
+    with pytest.raises(TemplateUnfit, match=f"frozen: {variable}"):
+        template.spawn(argv, env, ROOT, tmp_path / "w.log")
+
+
+def test_a_template_that_starts_a_thread_at_import_is_refused_and_its_reads_listed(tmp_path):
+    env = {
+        **template_env(PLACEHOLDER_ETCD, PLACEHOLDER_NATS, tmp_path / "hf", tmp_path / "t"),
+        "HARNESS_TEST_READ_AT_IMPORT": "1",
+    }
+    zygote = Zygote(env, tmp_path / "z.log", ROOT, also_import=("tests.template_with_thread",))
+    zygote.start()
+    try:
+        with pytest.raises(TemplateUnfit, match="started-at-import"):
+            zygote.wait_ready(Deadline(180))
+        assert zygote.info is not None and "HARNESS_TEST_READ_AT_IMPORT" in zygote.info.env_reads
+    finally:
+        zygote.stop()
+
+
+def test_a_child_recomputes_what_the_template_cached_from_its_environment(tmp_path):
+    """TMPDIR is read at import (tempfile caches it): a forked child must use its own."""
+    mine, template_s = tmp_path / "worker-tmp", tmp_path / "template-tmp"
+    mine.mkdir()
+    template_s.mkdir()
+    code = (
+        "import os, tempfile\n"
+        "from workers.zygote import refresh_after_fork\n"
+        f"os.environ['TMPDIR'] = {str(template_s)!r}; tempfile.gettempdir()\n"
+        f"os.environ['TMPDIR'] = {str(mine)!r}\n"
+        "before = tempfile.gettempdir(); refresh_after_fork()\n"
+        "print(before, tempfile.gettempdir())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout.split() == [str(template_s), str(mine)], result.stderr[-2000:]

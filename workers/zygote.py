@@ -1,0 +1,241 @@
+"""A pre-imported worker template: import the heavy modules once, then fork each CPU worker.
+
+`python -m workers.zygote --control-fd N`: imports what a CPU-tier worker imports (torch,
+transformers, sglang, dynamo.sglang and every init path, the stand-ins) while recording every
+environment variable read on the way, then answers on the inherited socket N:
+
+    -> {"op": "spawn", "id": 1, "argv": [...], "env": {...}, "cwd": "...", "log": "..."}
+    <- {"id": 1, "pid": 4321}
+    <- {"exited": 4321, "code": 0}          (when a child ends; the template reaps it)
+
+A child is made like a fresh process: its own session and process group, stdin from
+/dev/null, stdout+stderr to its log, the signal dispositions of a new interpreter, its own
+environment (C-level too), cwd, TMPDIR and random state, then the same launcher a fresh worker
+runs (`workers.cpu_sglang.main`), and a normal interpreter exit (threads joined, atexit run).
+
+Nothing in the template may start a thread or a runtime before it forks (Dynamo's
+DistributedRuntime, tokio, torch intra-op pools, tokenizers' parallelism, ZMQ contexts): the
+first message, {"ready": ...}, reports the template's threads and import-time environment reads
+so the harness's tests can hold it to that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import selectors
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+# What a worker imports before it registers, in every mode; importing them here is the point.
+PRELOAD = (
+    "torch",
+    "transformers",
+    "uvloop",
+    "workers.cpu_engine",
+    "workers.faults",
+    "workers.cpu_sglang",
+    "dynamo.sglang.main",
+    "dynamo.sglang.args",
+    "dynamo.sglang.register",
+    "dynamo.sglang.request_handlers",
+    "sglang.srt.server_args",
+    "sglang.srt.configs.model_config",
+    "sglang.srt.managers.tokenizer_manager",
+    "sglang.srt.entrypoints.engine",
+    "sglang.srt.disaggregation.encoder.server",
+    "sglang.multimodal_gen",
+)
+
+_SIGNALS_RESET_IN_CHILD = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class RecordingEnviron(os._Environ):  # type: ignore[type-arg,name-defined]
+    """os.environ that remembers which names were read (get, [], in, getenv)."""
+
+    reads: set[str]
+
+    def __getitem__(self, key: str) -> str:
+        self.reads.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.reads.add(key)
+        return super().__contains__(key)
+
+
+def record_environ_reads() -> RecordingEnviron:
+    """Swap os.environ (and os.getenv's view of it) for a recording twin sharing its data."""
+    recording = RecordingEnviron.__new__(RecordingEnviron)
+    recording.__dict__.update(os.environ.__dict__)
+    recording.reads = set()
+    os.environ = recording  # noqa: B003 (same data, so nothing to clear: only reads recorded)
+    return recording
+
+
+def preload(also: tuple[str, ...] = ()) -> tuple[set[str], float]:
+    """Import PRELOAD (and `also`) with the stand-ins installed; return (env names read,
+    seconds)."""
+    started = time.monotonic()
+    recording = record_environ_reads()
+    try:
+        from workers import cpu_sglang, torchvision_shim
+
+        torchvision_shim.apply()
+        cpu_sglang.install_stand_ins()
+        import importlib
+
+        for name in (*PRELOAD, *also):
+            importlib.import_module(name)
+    finally:
+        reads = set(recording.reads)  # the twin stays os.environ: it is the real one, too
+    return reads, time.monotonic() - started
+
+
+def _send(conn: socket.socket, message: dict[str, Any]) -> None:
+    conn.sendall((json.dumps(message) + "\n").encode())
+
+
+def _become_worker(request: dict[str, Any], close_fds: list[int]) -> int:
+    """In the forked child: turn the template into the requested worker, run it, and return
+    its exit code (the caller exits the interpreter normally with it)."""
+    os.setsid()
+    signal.set_wakeup_fd(-1)
+    for sig in _SIGNALS_RESET_IN_CHILD:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a new interpreter has it
+    for fd in close_fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.close(null)
+    os.chdir(request["cwd"])
+    os.environ.clear()  # unsetenv/putenv too: Dynamo's Rust side reads the C environment
+    os.environ.update(request["env"])
+    refresh_after_fork()
+    argv = list(request["argv"])
+    sys.argv = ["-m", *argv]  # what `python -m workers.cpu_sglang ARGV` shows its code
+    from workers import cpu_sglang
+
+    try:
+        cpu_sglang.main(argv)
+    except SystemExit as exit_request:
+        code = exit_request.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    return 0
+
+
+def refresh_after_fork() -> None:
+    """Per-process state the template computed from its own environment or pid, reset so the
+    worker computes it from its own (see REREAD_AFTER_FORK)."""
+    tempfile.tempdir = None  # cached from the template's TMPDIR on first use
+    random.seed()
+    with contextlib.suppress(ImportError):
+        import numpy
+
+        numpy.random.seed()
+    with contextlib.suppress(ImportError):
+        import torch
+
+        torch.seed()
+
+
+# Environment variables the template may have read at import, re-read in every child by
+# refresh_after_fork: a worker may differ in these from the template.
+REREAD_AFTER_FORK = frozenset({"TMPDIR", "TEMP", "TMP"})
+
+
+def serve(conn: socket.socket) -> None:
+    """Fork on request, reap children, report their exits; return when the harness hangs up."""
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the selector through the pipe
+    selector = selectors.DefaultSelector()
+    selector.register(conn, selectors.EVENT_READ, "control")
+    selector.register(wake_read, selectors.EVENT_READ, "child")
+    pending = b""
+    children: set[int] = set()
+    while True:
+        for key, _ in selector.select():
+            if key.data == "child":
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_read, 4096)
+                _reap(conn, children)
+                continue
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                request = json.loads(line)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    selector.close()
+                    # Detached, so no socket object can later close an fd the worker reuses.
+                    control = conn.detach()
+                    code = _become_worker(request, [control, wake_read, wake_write])
+                    sys.exit(code)
+                children.add(pid)
+                _send(conn, {"id": request["id"], "pid": pid})
+        _reap(conn, children)
+
+
+def _reap(conn: socket.socket, children: set[int]) -> None:
+    for pid in list(children):
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            children.discard(pid)
+            continue
+        if done:
+            children.discard(pid)
+            _send(conn, {"exited": pid, "code": os.waitstatus_to_exitcode(status)})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--control-fd", type=int, required=True)
+    parser.add_argument("--also-import", action="append", default=[], metavar="MODULE")
+    args = parser.parse_args()
+    conn = socket.socket(fileno=args.control_fd)
+    reads, seconds = preload(tuple(args.also_import))
+    _send(
+        conn,
+        {
+            "ready": os.getpid(),
+            "import_s": round(seconds, 3),
+            "threads": [t.name for t in threading.enumerate()],
+            "os_threads": len(os.listdir(f"/proc/{os.getpid()}/task")),
+            "env_reads": sorted(reads),
+            "reread": sorted(REREAD_AFTER_FORK),
+            "modules": len(sys.modules),
+        },
+    )
+    serve(conn)
+
+
+if __name__ == "__main__":
+    main()
