@@ -1,12 +1,15 @@
-"""Benchmark: harness overhead, detection latency and suite wall times, printed side by side.
+"""Benchmark: worker starts fresh vs from the template, detection latency, suite wall times.
 
-    .venv/bin/python -m bench.registration [--topologies aggregated,mm-encode-pd] [--repeat 2]
-                                           [--latency-samples 50] [--suites default,full]
+    .venv/bin/python -m bench.registration [--topologies all|a,b] [--repeat 5]
+                                           [--latency-samples 50] [--suites matrix,selftest,default]
 
-(a) start-to-listed of the same workers launched bare (plain Popen, /v1/models polled) and
-    through the harness (Deployment: watch-based registration wait, listing, a served request);
+(a) per topology, each worker's start to its model card in etcd (watch events; the slowest
+    worker of the topology), the deployment's start to ready (a request served), and CPU
+    seconds and PSS per worker at ready, with workers started fresh and forked from the
+    pre-imported template: medians of --repeat runs, side by side with their ratio;
 (b) detection latency: a card key written to etcd until the observer's wait returns;
-(c) wall time of the default suite and of the full matrix, serial and with `-n 2`.
+(c) wall time of whole pytest runs: the 8-topology matrix fresh and from the template, every
+    self-test, and the README's test command.
 Nothing here asserts: it prints figures for the README and the team's notes.
 """
 
@@ -14,89 +17,66 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import psutil
 
 from harness.deadline import Deadline
 from harness.deploy import Deployment, Session, Settings
 from harness.frontend import start_frontend
 from harness.infra.local_process import LocalProcessProvider
-from harness.loopback import ProcessPorts
 from harness.model_source import TinyModels
 from harness.observer import DiscoveryObserver
-from harness.processes import ManagedProcess, stop_all
-from harness.runtime.launch import WorkerSite, worker_command
-from harness.topology import Scenario, Topology
-from scenarios.catalogue import by_name
+from harness.runtime.launch import template_env
+from harness.runtime.spawn import FRESH, ZYGOTE, Zygote
+from harness.topology import Topology
+from scenarios.catalogue import CATALOGUE, by_name
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def bare_start_to_listed(session: Session, topology: Topology, tag: str) -> float:
-    """The same workers with no harness around them: Popen, then poll /v1/models."""
-    model = f"bare-{tag}"
-    namespace = f"bare-{tag}"
-    procs = []
+@dataclass(frozen=True)
+class StartFigures:
+    to_card_s: float  # slowest worker: process start -> its card in etcd
+    to_ready_s: float  # deployment start -> a request served
+    cpu_s: float  # mean CPU seconds (user + system) per worker at ready
+    pss_mb: float  # mean proportional set size per worker at ready
+
+
+def one_start(session: Session, topology: Topology, spawn: str) -> StartFigures:
+    deployment = Deployment(topology, session, spawn=spawn)
     started = time.monotonic()
-    for index, spec in enumerate(topology.workers):
-        site = WorkerSite(
-            namespace=namespace,
-            model_name=model,
-            ports=ProcessPorts.allocate(),
-            etcd=session.endpoints.etcd,
-            nats=session.endpoints.nats,
-            tmpdir=session.scratch / f"b{tag}{index}",
-            media_dir=session.workdir / "media",
-            hf_home=session.hf_home,
-        )
-        command = worker_command(
-            "cpu",
-            Scenario.packed(topology),
-            spec,
-            model_path=session.models(topology.name, spec.model),
-            site=site,
-            timeout_s=180,
-        )
-        procs.append(
-            ManagedProcess(
-                spec.role,
-                list(command.argv),
-                command.environment(),
-                session.workdir / "bench" / f"{tag}-{spec.role}.log",
-                cwd=ROOT,
-            ).start()
-        )
-    try:
-        deadline = Deadline(180)
-        with httpx.Client(base_url=session.frontend.base_url, timeout=2) as client:
-            while not deadline.expired:
-                models = client.get("/v1/models").json().get("data", [])
-                if any(m.get("id") == model for m in models):
-                    return time.monotonic() - started
-                procs[0].popen_wait(0.05)
-        raise TimeoutError(f"{topology.name} never listed")
-    finally:
-        stop_all(procs)
-
-
-def harness_start_to_listed(session: Session, topology: Topology) -> tuple[float, float]:
-    """(start -> listed, start -> ready) through Deployment."""
-    deployment = Deployment(topology, session)
-    started = time.time()
     try:
         deployment.start().await_ready()
-        ready = time.time() - started
-        listed = (deployment.timeline()[0].listed_at or time.time()) - started
-        return listed, ready
+        ready = time.monotonic() - started
+        cards = [row.offsets()["card"] for row in deployment.timeline()]
+        usage = []
+        for worker in deployment.workers:
+            process = psutil.Process(worker.pid)
+            times = process.cpu_times()
+            usage.append((times.user + times.system, process.memory_full_info().pss / 2**20))
+        return StartFigures(
+            to_card_s=max(c for c in cards if c is not None),
+            to_ready_s=ready,
+            cpu_s=statistics.mean(u[0] for u in usage),
+            pss_mb=statistics.mean(u[1] for u in usage),
+        )
     finally:
-        deployment.stop()
+        session.stops.submit(deployment.namespace, deployment.stop)
+
+
+def median_figures(runs: list[StartFigures]) -> StartFigures:
+    return StartFigures(
+        *(statistics.median(getattr(r, f) for r in runs) for f in StartFigures.__dataclass_fields__)
+    )
 
 
 def detection_latency(observer: DiscoveryObserver, samples: int) -> list[float]:
@@ -113,79 +93,121 @@ def detection_latency(observer: DiscoveryObserver, samples: int) -> list[float]:
 
 
 SUITES = {
-    "default": [],
-    "full": ["-m", "e2e or unit or selftest or nightly"],
+    "matrix": [
+        ("8-topology matrix, fresh", ["scenarios/test_topologies.py", "--spawn", "fresh"]),
+        ("8-topology matrix, template", ["scenarios/test_topologies.py"]),
+    ],
+    "selftest": [("every self-test (-m selftest)", ["-m", "selftest"])],
+    "default": [("README test command (python -m pytest)", [])],
 }
 
 
-def suite_wall_time(name: str, parallel: bool) -> tuple[float, str]:
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SUITES[name]]
-    if parallel:
-        args += ["-n", "2"]
+def suite_wall_time(args: list[str]) -> tuple[float, str]:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
     started = time.monotonic()
-    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     tail = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "?"
     return time.monotonic() - started, tail
+
+
+def start_session(stack: ExitStack) -> Session:
+    workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
+    scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="db-")))
+    provider = LocalProcessProvider()
+    endpoints = provider.start(workdir / "infra")
+    stack.callback(provider.stop)
+    observer = DiscoveryObserver(endpoints.etcd).start()
+    stack.callback(observer.stop)
+    zygote = Zygote(
+        template_env(endpoints.etcd, endpoints.nats, scratch / "hf", scratch / "zygote"),
+        workdir / "zygote.log",
+        ROOT,
+    ).start()
+    stack.callback(zygote.stop)
+    frontend = start_frontend(endpoints, workdir, scratch)
+    stack.callback(frontend.proc.stop)
+    session = Session(
+        endpoints,
+        frontend,
+        observer,
+        TinyModels(workdir / "models").path_for,
+        workdir,
+        Settings(spawn=ZYGOTE),
+        scratch,
+        spawner=zygote,
+    )
+    stack.callback(session.stops.drain)
+    info = zygote.wait_ready(Deadline(300))
+    print(
+        f"worker template: imports {info.import_s:.1f} s, {info.modules} modules, "
+        f"{info.os_threads} thread(s)",
+        flush=True,
+    )
+    return session
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--topologies", default="aggregated,mm-encode-pd")
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--topologies", default="all")
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--latency-samples", type=int, default=50)
-    parser.add_argument("--suites", default="", help="comma list of: default, full")
+    parser.add_argument("--suites", default="", help="comma list of: " + ", ".join(SUITES))
     args = parser.parse_args()
+    names = [t.name for t in CATALOGUE] if args.topologies == "all" else args.topologies.split(",")
+    print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB")
 
     with ExitStack() as stack:
-        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
-        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="db-")))
-        provider = LocalProcessProvider()
-        endpoints = provider.start(workdir / "infra")
-        stack.callback(provider.stop)
-        observer = DiscoveryObserver(endpoints.etcd).start()
-        stack.callback(observer.stop)
-        frontend = start_frontend(endpoints, workdir, scratch)
-        stack.callback(frontend.proc.stop)
-        session = Session(
-            endpoints,
-            frontend,
-            observer,
-            TinyModels(workdir / "models").path_for,
-            workdir,
-            Settings(),
-            scratch,
+        session = start_session(stack)
+        print(f"\n(a) worker start, fresh vs forked from the template (median of {args.repeat})")
+        header = (
+            "topology",
+            "card fresh",
+            "card tmpl",
+            "ratio",
+            "ready fresh",
+            "ready tmpl",
+            "CPU s/worker",
+            "PSS MB/worker",
         )
-
-        print("(a) start-to-listed, bare vs through the harness (median of runs)")
-        print(f"{'topology':<18} {'bare':>8} {'harness':>8} {'ratio':>6} {'ready':>8}")
-        for name in args.topologies.split(","):
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for name in names:
             topology = by_name(name)
-            bare, listed, ready = [], [], []
-            for run in range(args.repeat):
-                bare.append(bare_start_to_listed(session, topology, f"{name[:8]}{run}"))
-                through = harness_start_to_listed(session, topology)
-                listed.append(through[0])
-                ready.append(through[1])
-            b, h, r = (statistics.median(x) for x in (bare, listed, ready))
-            print(f"{name:<18} {b:7.2f}s {h:7.2f}s {h / b:6.2f} {r:7.2f}s", flush=True)
+            fresh = median_figures(
+                [one_start(session, topology, FRESH) for _ in range(args.repeat)]
+            )
+            forked = median_figures(
+                [one_start(session, topology, ZYGOTE) for _ in range(args.repeat)]
+            )
+            cells = (
+                name,
+                f"{fresh.to_card_s:.2f} s",
+                f"{forked.to_card_s:.2f} s",
+                f"{fresh.to_card_s / forked.to_card_s:.0f}x",
+                f"{fresh.to_ready_s:.2f} s",
+                f"{forked.to_ready_s:.2f} s",
+                f"{fresh.cpu_s:.1f} / {forked.cpu_s:.2f}",
+                f"{fresh.pss_mb:.0f} / {forked.pss_mb:.0f}",
+            )
+            print("| " + " | ".join(cells) + " |", flush=True)
 
-        latencies = detection_latency(observer, args.latency_samples)
-        q = statistics.quantiles(latencies, n=20)
+        latencies = detection_latency(session.observer, args.latency_samples)
+        q = statistics.quantiles(latencies, n=20, method="inclusive")
         print(
             "\n(b) detection latency, etcd put -> observer wait returns "
             f"({len(latencies)} samples): median {statistics.median(latencies) * 1000:.1f} ms, "
-            f"p95 {q[18] * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms"
+            f"p95 {q[18] * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms",
+            flush=True,
         )
 
     if args.suites:
-        print("\n(c) suite wall time")
-        print(f"{'suite':<10} {'serial':>9} {'-n 2':>9}  outcome (serial | -n 2)")
-        for name in args.suites.split(","):
-            serial, serial_tail = suite_wall_time(name, parallel=False)
-            par, par_tail = suite_wall_time(name, parallel=True)
-            print(f"{name:<10} {serial:8.0f}s {par:8.0f}s  {serial_tail} | {par_tail}", flush=True)
+        print("\n(c) wall time of whole runs (serial)")
+        for suite in args.suites.split(","):
+            for label, pytest_args in SUITES[suite]:
+                seconds, tail = suite_wall_time(pytest_args)
+                print(f"{label:<42} {seconds:7.0f} s   {tail}", flush=True)
 
 
 if __name__ == "__main__":
