@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ASSET_KEYS = ("text", "embedding", "rerank", "vision-language", "image", "video")
+ASSET_KEYS = (
+    "text",
+    "embedding",
+    "rerank",
+    "vision-language",
+    "image",
+    "video",
+    "diffusion-llm",
+)
 
 
 def cpu_assets(root: Path) -> dict[str, Path]:
@@ -12,6 +20,7 @@ def cpu_assets(root: Path) -> dict[str, Path]:
     well under a second."""
     from workers.tiny_models import (
         write_cross_encoder_model,
+        write_diffusion_llm_model,
         write_diffusion_model,
         write_text_model,
         write_vision_language_model,
@@ -24,4 +33,5 @@ def cpu_assets(root: Path) -> dict[str, Path]:
         "vision-language": write_vision_language_model(root / "vision-language"),
         "image": write_diffusion_model(root / "image", "ZImagePipeline"),
         "video": write_diffusion_model(root / "video", "WanPipeline"),
+        "diffusion-llm": write_diffusion_llm_model(root / "diffusion-llm"),
     }

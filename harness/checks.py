@@ -22,6 +22,7 @@ from harness.violations import (
     INCOMPATIBLE_WORKERS,
     INTERNAL_ADVERTISED,
     NON_LOOPBACK,
+    REGISTERED_UNEXPECTEDLY,
     STATUS_503,
     WRONG_CARD,
     Violation,
@@ -36,47 +37,87 @@ class WorkerView(Protocol):
 
     role: str
     component: str
-    expected: ExpectedCard
+    expected: ExpectedCard | None  # None: it must not register
 
     @property
     def pid(self) -> int: ...
 
     @property
-    def tcp_port(self) -> int: ...
+    def tcp_port(self) -> int | None: ...  # None: Dynamo chose it (not pinned)
+
+    @property
+    def registrants(self) -> int: ...
 
 
 @dataclass(frozen=True)
 class WorkerRecords:
-    instances: list[Instance]  # every endpoint this worker serves
-    generate: Instance | None  # its generate endpoint in the expected component
-    card: ModelCard | None  # the card registered for that instance
+    instances: list[Instance]  # every endpoint this worker's processes serve
+    generates: list[Instance]  # its generate endpoints in the expected component
+    cards: list[ModelCard]  # the base-model cards of those instances (LoRA cards aside)
+    wanted: int = 1  # how many of its processes must register
+
+    @property
+    def generate(self) -> Instance | None:
+        return self.generates[0] if self.generates else None
+
+    @property
+    def card(self) -> ModelCard | None:
+        return self.cards[0] if self.cards else None
+
+    @property
+    def serving(self) -> bool:
+        return len(self.generates) >= max(self.wanted, 1)
 
     @property
     def registered(self) -> bool:
-        return self.generate is not None and self.card is not None
+        return len(self.cards) >= self.wanted and self.serving
+
+    def keys(self) -> list[str]:
+        return [i.key for i in self.instances] + [c.key for c in self.cards]
 
 
-def records_for(state: DiscoveryState, namespace: str, worker: WorkerView) -> WorkerRecords:
-    """Find a worker's keys by the TCP port the harness gave it: exact even when several
-    workers share a component."""
-    mine = [i for i in state.instances(namespace) if i.tcp_port == worker.tcp_port]
-    generate = next(
-        (i for i in mine if i.endpoint == GENERATE_ENDPOINT and i.component == worker.component),
-        None,
-    )
-    card = None
-    if generate is not None:
-        card = next(
-            (
-                c
-                for c in state.cards(namespace)
-                if c.instance_id == generate.instance_id
-                and c.component == generate.component
-                and c.endpoint == generate.endpoint
-            ),
-            None,
+def records_for(
+    state: DiscoveryState,
+    namespace: str,
+    worker: WorkerView,
+    claimed_ports: frozenset[int] = frozenset(),
+) -> WorkerRecords:
+    """A worker's keys, by the TCP port the harness gave it: exact even when several workers
+    share a component. A worker whose port Dynamo chose (it spawns processes that inherit
+    its environment) owns the instances of its component on no port another worker holds."""
+    instances = state.instances(namespace)
+    if worker.tcp_port is not None:
+        mine = [i for i in instances if i.tcp_port == worker.tcp_port]
+    else:
+        mine = [
+            i
+            for i in instances
+            if i.component == worker.component and i.tcp_port not in claimed_ports
+        ]
+    generates = [
+        i for i in mine if i.endpoint == GENERATE_ENDPOINT and i.component == worker.component
+    ]
+    ids = {(g.component, g.endpoint, g.instance_id) for g in generates}
+    cards = [
+        c
+        for c in state.cards(namespace)
+        if c.lora_name is None and (c.component, c.endpoint, c.instance_id) in ids
+    ]
+    return WorkerRecords(mine, generates, cards, worker.registrants)
+
+
+def must_not_register(records: WorkerRecords, worker: WorkerView) -> list[Violation]:
+    """A worker declared to stay out of discovery (a multi-node follower) wrote keys."""
+    if worker.expected is not None or not (records.instances or records.cards):
+        return []
+    return [
+        Violation(
+            REGISTERED_UNEXPECTEDLY,
+            worker.role,
+            f"worker '{worker.role}' (pid {worker.pid}) must not register, but it serves or "
+            f"registered: {', '.join(records.keys())}; the frontend may route to it",
         )
-    return WorkerRecords(mine, generate, card)
+    ]
 
 
 def servable(present: list[ExpectedCard]) -> bool:
@@ -97,6 +138,7 @@ def _normalise_type(model_type: str) -> set[str]:
 
 def compare_card(worker: WorkerView, card: ModelCard, model_name: str) -> list[Violation]:
     expected = worker.expected
+    assert expected is not None, f"{worker.role} must not register: nothing to compare"
     who = f"worker '{worker.role}' (pid {worker.pid})"
     problems: list[Violation] = []
     actual_types = _normalise_type(card.model_type)
@@ -123,6 +165,18 @@ def compare_card(worker: WorkerView, card: ModelCard, model_name: str) -> list[V
         ("model name", model_name, card.model_name),
     )
     problems += [_field(who, worker.role, n, w, a, card) for n, w, a in fields if w != a]
+    missing = [key for key in expected.runtime_keys if key not in card.runtime_data]
+    if missing:
+        problems.append(
+            _field(
+                who,
+                worker.role,
+                "runtime data keys",
+                str(missing),
+                str(sorted(card.runtime_data)),
+                card,
+            )
+        )
     return problems
 
 

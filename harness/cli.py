@@ -21,10 +21,13 @@ REPORT_DIR = ROOT / "reports"
 
 
 def topologies_table(catalogue: Catalogue | None = None) -> str:
+    """One row per worker: its start path, flags and the card it must register (or that it
+    must not register at all)."""
     catalogue = catalogue or catalogue_module.load()
     header = (
         "topology",
         "worker",
+        "start path",
         "flags",
         "component",
         "model_type",
@@ -36,20 +39,22 @@ def topologies_table(catalogue: Catalogue | None = None) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for topology in catalogue.topologies:
         for worker in topology.workers:
-            card = worker.card
-            needs = " or ".join("+".join(g) for g in card.needs) or "-"
             flags = " ".join(worker.flags) or "(default)"
-            cells = (
-                topology.name,
-                worker.role,
-                f"`{flags}`",
-                worker.component,
-                card.model_type.replace("|", "\\|"),
-                card.model_input,
-                card.worker_type,
-                needs,
-                "yes" if card.public else "internal",
-            )
+            start = ", ".join(worker.start_paths)
+            card = worker.card
+            if card is None:
+                contract: tuple[str, ...] = ("**must not register**", "-", "-", "-", "no")
+            else:
+                needs = " or ".join("+".join(g) for g in card.needs) or "-"
+                count = f" (x{worker.registrants} processes)" if worker.registrants != 1 else ""
+                contract = (
+                    card.model_type.replace("|", "\\|") + count,
+                    card.model_input,
+                    card.worker_type,
+                    needs,
+                    "yes" if card.public else "internal",
+                )
+            cells = (topology.name, worker.role, start, f"`{flags}`", worker.component, *contract)
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

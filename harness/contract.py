@@ -21,6 +21,8 @@ class ExpectedCard:
     worker_type: str
     needs: tuple[tuple[str, ...], ...] = ()
     public: bool = True  # the frontend must list this worker's model to clients
+    # Keys the card's runtime data must carry (e.g. a gateway child's engine and siblings).
+    runtime_keys: tuple[str, ...] = ()
 
     def describe(self) -> str:
         needs = " | ".join("+".join(group) for group in self.needs) or "-"

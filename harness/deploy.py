@@ -32,7 +32,7 @@ from harness.progress import LogMilestones, ProgressTicker, Sample, StartProgres
 from harness.records import ModelCard
 from harness.requests import Reply, send
 from harness.runtime import gpus
-from harness.runtime.launch import WorkerSite, worker_command
+from harness.runtime.launch import WorkerSite, placeholders, worker_command
 from harness.runtime.spawn import FRESH, ZYGOTE
 from harness.stops import BackgroundStops
 from harness.timeline import WorkerTimeline
@@ -72,6 +72,8 @@ class Settings:
             return self.register_deadline_s
         if self.tier != "cpu":
             return float(scenario.placement.start_timeout_s)
+        if scenario.topology.cpu_register_deadline_s is not None:
+            return scenario.topology.cpu_register_deadline_s
         return 30.0 if self.spawn == ZYGOTE else 120.0
 
     @property
@@ -128,16 +130,24 @@ class Worker:
         return self.spec.component
 
     @property
-    def expected(self) -> ExpectedCard:
+    def expected(self) -> ExpectedCard | None:
         return self.spec.card
+
+    @property
+    def registrants(self) -> int:
+        return self.spec.registrants if self.spec.card is not None else 0
+
+    @property
+    def registers(self) -> bool:
+        return self.spec.registers
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
     @property
-    def tcp_port(self) -> int:
-        return self.ports.tcp_rpc
+    def tcp_port(self) -> int | None:
+        return self.ports.tcp_rpc if self.spec.pin_request_plane else None
 
 
 class Deployment:
@@ -184,6 +194,9 @@ class Deployment:
             if session.settings.tier == "gpu"
             else {}
         )
+        # Ports the workers share ({port:NAME} in their flags), one set per deployment.
+        names = sorted({n for w in topology.workers for n in placeholders(w.flags)})
+        self._shared_ports = dict(zip(names, ports.allocate(len(names)), strict=True))
         self._milestones: dict[str, LogMilestones] = {}
         self._ticker: ProgressTicker | None = None
 
@@ -232,7 +245,7 @@ class Deployment:
                         WorkerSample(spec.role, None, None, False, False, False, None, waits)
                     )
                 continue
-            records = checks.records_for(state, self.namespace, worker)
+            records = self.records(state, worker)
             log = self._milestones.setdefault(spec.role, LogMilestones(worker.proc.log_path))
             samples.append(
                 WorkerSample(
@@ -240,7 +253,7 @@ class Deployment:
                     worker.pid,
                     worker.proc.started_mono,
                     worker.proc.alive(),
-                    records.generate is not None,
+                    records.serving,
                     records.registered,
                     log.poll(),
                 )
@@ -263,6 +276,7 @@ class Deployment:
             tmpdir=self.session.scratch / f"{self.namespace[-6:]}-{len(self.workers)}",
             media_dir=self.workdir / "media",
             hf_home=self.session.hf_home,
+            shared_ports=self._shared_ports,
         )
         command = worker_command(
             self.session.settings.tier,
@@ -290,7 +304,7 @@ class Deployment:
         start deadline passed (the registration wait then reports it)."""
 
         def serving(state: DiscoveryState) -> bool:
-            return checks.records_for(state, self.namespace, worker).generate is not None
+            return self.records(state, worker).serving
 
         def alive() -> None:
             if not worker.proc.alive():
@@ -314,6 +328,7 @@ class Deployment:
         self._listing.stop()
         stop_all([w.proc for w in self.workers], grace=self.session.settings.stop_grace_s)
         ports.release([port for w in self.workers for port in w.ports.all()])
+        ports.release(list(self._shared_ports.values()))
         self.client.close()
 
     def kill(self, role: str) -> None:
@@ -327,10 +342,20 @@ class Deployment:
     def worker(self, role: str) -> Worker:
         return next(w for w in self.workers if w.role == role)
 
+    def records(self, state: DiscoveryState, worker: Worker) -> checks.WorkerRecords:
+        """A worker's keys in this namespace (see checks.records_for)."""
+        claimed = frozenset(w.tcp_port for w in self.workers if w.tcp_port is not None)
+        return checks.records_for(state, self.namespace, worker, claimed)
+
     def discovery_now(self) -> DiscoveryState:
         """This namespace's instances and cards, read from etcd directly (no watch lag)."""
         ns = self.namespace
         return self.session.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
+
+    def listed_models(self) -> set[str]:
+        """The model ids GET /v1/models lists now."""
+        data = self.client.get("/v1/models").json().get("data", [])
+        return {m.get("id") for m in data}
 
     def advertised_addresses(self) -> set[str]:
         """Every IPv4 address the workers advertise in etcd (read directly, now)."""
@@ -340,7 +365,7 @@ class Deployment:
 
     def card(self, role: str) -> ModelCard | None:
         state = self.session.observer.state()
-        return checks.records_for(state, self.namespace, self.worker(role)).card
+        return self.records(state, self.worker(role)).card
 
     # -- readiness -------------------------------------------------------------------------
     def _stop_progress(self, outcome: str) -> None:
@@ -389,14 +414,16 @@ class Deployment:
                 if not worker.proc.alive():
                     raise _Exited(worker)
 
+        registering = [w for w in self.workers if w.registers]
+
         def probe(state: DiscoveryState) -> _Verdict | None:
-            records = {w.role: checks.records_for(state, self.namespace, w) for w in self.workers}
+            records = {w.role: self.records(state, w) for w in registering}
             if all(r.registered for r in records.values()):
                 return _Verdict([])
-            if all(r.generate is not None for r in records.values()):
+            if all(r.serving for r in records.values()):
                 now = time.monotonic()
                 overdue = []
-                for worker in self.workers:
+                for worker in registering:
                     if not records[worker.role].registered:
                         since = serving_since.setdefault(worker.role, now)
                         if now - since > settings.card_grace:
@@ -414,11 +441,7 @@ class Deployment:
         missing = (
             verdict.overdue
             if verdict
-            else [
-                w
-                for w in self.workers
-                if not checks.records_for(state, self.namespace, w).registered
-            ]
+            else [w for w in registering if not self.records(state, w).registered]
         )
         waited = (
             f"{settings.card_grace:.0f} s after every peer was serving"
@@ -430,17 +453,20 @@ class Deployment:
     def _card_checks(self, state: DiscoveryState) -> list[Violation]:
         found: list[Violation] = []
         for worker in self.workers:
-            card = checks.records_for(state, self.namespace, worker).card
-            if card is not None:
-                found += checks.compare_card(worker, card, self.model_name)
+            records = self.records(state, worker)
+            found += checks.must_not_register(records, worker)
+            if worker.expected is not None:
+                for card in records.cards:
+                    found += checks.compare_card(worker, card, self.model_name)
         found += checks.cards_without_instances(state, self.namespace)
         found += checks.non_loopback_addresses(state, self.namespace)
         return found
 
     def _roles_without_card_in_etcd(self) -> list[str]:
-        ns = self.namespace
         state = self.discovery_now()
-        return [w.role for w in self.workers if not checks.records_for(state, ns, w).registered]
+        return [
+            w.role for w in self.workers if w.registers and not self.records(state, w).registered
+        ]
 
     def _await_listing(self) -> list[Violation]:
         """Listed in /v1/models, then a real request of the topology's first kind answered
@@ -494,7 +520,9 @@ class Deployment:
     def _listed_early(self, probes: list[Reply]) -> list[Violation]:
         evidence = []
         missing = set(self._listing.missing_when_listed)
-        present = [w.expected for w in self.workers if w.role not in missing]
+        present = [
+            w.expected for w in self.workers if w.expected is not None and w.role not in missing
+        ]
         if missing and not checks.servable(present):
             evidence.append(
                 "etcd had no model card yet for "
@@ -520,8 +548,9 @@ class Deployment:
         ]
 
     # -- traffic and verdict ---------------------------------------------------------------
-    def send(self, kind: str) -> Reply:
-        reply = send(kind, self.client, self.model_name)
+    def send(self, kind: str, model: str | None = None) -> Reply:
+        """A request of `kind` for the topology's model (or another name it serves, a LoRA)."""
+        reply = send(kind, self.client, model or self.model_name)
         self.replies.append(reply)
         return reply
 
@@ -546,6 +575,8 @@ class Deployment:
         )
         ns = self.namespace
         state = self.discovery_now()
+        for worker in self.workers:
+            violations += checks.must_not_register(self.records(state, worker), worker)
         violations += checks.cards_without_instances(state, ns)
         violations += checks.non_loopback_addresses(state, ns)
         violations = self._without_known(violations)
@@ -585,7 +616,7 @@ class Deployment:
         )
 
     def _never_registered(self, worker: Worker, state: DiscoveryState, waited: str) -> Violation:
-        records = checks.records_for(state, self.namespace, worker)
+        records = self.records(state, worker)
         cards = [c.key for c in state.cards(self.namespace)]
         instance_keys = [i.key for i in records.instances]
         what = (
@@ -621,7 +652,7 @@ class Deployment:
         )
         rows = []
         for worker in self.workers:
-            records = checks.records_for(state, self.namespace, worker)
+            records = self.records(state, worker)
             instance = observer.first_put(records.generate.key) if records.generate else None
             card = observer.first_put(records.card.key) if records.card else None
             rows.append(

@@ -26,6 +26,10 @@ _SCRUBBED = (
     "NATS_SERVER",
     "CUDA_VISIBLE_DEVICES",
     "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION",
+    # Per-process ports: the harness gives each process its own (or leaves them to Dynamo).
+    "DYN_TCP_RPC_PORT",
+    "DYN_TCP_RESPONSE_STREAM_PORT",
+    "DYN_SYSTEM_PORT",
     # Set by pytest per test phase; libraries read it at import to detect a test run.
     "PYTEST_CURRENT_TEST",
 )

@@ -189,6 +189,7 @@ def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology,
         common = [getattr(pytest.mark, m) for m in topology.marks]
         if chosen == tier.CPU:
             marks = [*common, pytest.mark.gpu_0, pytest.mark.timeout(topology.timeout_s)]
+            marks += _cpu_skip(topology)
             params.append(pytest.param(Scenario.packed(topology), id=topology.name, marks=marks))
             continue
         for placement in topology.gpu.placements:
@@ -252,8 +253,15 @@ def _skip_what_cannot_run(item: pytest.Item, config: pytest.Config) -> None:
 def topology_param(topology: Topology, *extra_marks: pytest.MarkDecorator) -> object:
     """A CPU-tier parameter for self-tests (their faults exist only in the CPU launcher)."""
     marks = [getattr(pytest.mark, m) for m in topology.marks]
-    marks += [pytest.mark.gpu_0, pytest.mark.timeout(topology.timeout_s)]
+    marks += [pytest.mark.gpu_0, pytest.mark.timeout(topology.timeout_s), *_cpu_skip(topology)]
     return pytest.param(topology, id=topology.name, marks=[*marks, *extra_marks])
+
+
+def _cpu_skip(topology: Topology) -> list[pytest.MarkDecorator]:
+    """A topology that cannot run faithfully on the CPU tier is GPU-only, with its reason."""
+    if topology.cpu_skip is None:
+        return []
+    return [pytest.mark.skip(reason=f"GPU-only: {topology.cpu_skip}")]
 
 
 # -- session fixtures ------------------------------------------------------------------------

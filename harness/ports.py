@@ -52,6 +52,8 @@ def _load() -> dict[str, int]:
 def allocate(count: int = 1, owner_pid: int | None = None) -> list[int]:
     """Reserve `count` distinct free ports for `owner_pid` (default: this process)."""
     owner = owner_pid or os.getpid()
+    if count <= 0:
+        return []
     with _LOCK:
         taken = _load()
         chosen: list[int] = []

@@ -43,6 +43,11 @@ class ModelCard:
     worker_type: str  # "aggregated" | "prefill" | "decode" | "encode"
     needs: tuple[tuple[str, ...], ...]  # OR of ANDs of worker types
     raw: dict[str, Any]
+    lora_name: str | None = None  # a LoRA adapter's card: v1/mdc/.../{id-hex}/{lora}
+
+    @property
+    def runtime_data(self) -> dict[str, Any]:
+        return dict((self.raw.get("runtime_config") or {}).get("runtime_data") or {})
 
     def describe(self) -> str:
         needs = " | ".join("+".join(group) for group in self.needs) or "-"
@@ -96,4 +101,5 @@ def parse_card(key: str, value: bytes) -> ModelCard | None:
         worker_type=str(card.get("worker_type", "")),
         needs=needs,
         raw=card,
+        lora_name="/".join(parts[4:]) or None,
     )

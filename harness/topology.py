@@ -27,9 +27,27 @@ class KnownViolation:
 class WorkerSpec:
     role: str  # names the worker in every message
     flags: tuple[str, ...]  # dynamo.sglang argv besides model, name, namespace, ports
-    model: str  # asset key: "text", "embedding", "rerank", "vision-language", "image", "video"
+    model: str  # asset key: see harness.assets.ASSET_KEYS
     component: str  # the discovery component its generate endpoint lives in
-    card: ExpectedCard
+    # What each registering process of this worker must register; None: this process must
+    # not register at all (a multi-node follower, a gateway leader): any instance or card
+    # it writes is a violation.
+    card: ExpectedCard | None
+    # The dynamo.sglang start paths this worker takes (see harness.coverage): the guard
+    # fails when an installed start path is in no worker's list and not exempt.
+    start_paths: tuple[str, ...] = ("init_decode",)
+    # How many processes of this worker's tree register `card` (a gateway leader's children
+    # do, the leader does not): 1 for a plain worker.
+    registrants: int = 1
+    env: tuple[tuple[str, str], ...] = ()  # set for this worker (both tiers)
+    # False: Dynamo picks the request-plane port (processes the worker spawns inherit its
+    # environment, so a pinned port would be shared); its keys are then told apart by
+    # component instead of by port.
+    pin_request_plane: bool = True
+
+    @property
+    def registers(self) -> bool:
+        return self.card is not None and self.registrants > 0
 
 
 @dataclass(frozen=True)
@@ -75,7 +93,9 @@ class GpuProfile:
 
     @property
     def packed(self) -> Placement:
-        return next(p for p in self.placements if p.gpus == 1)
+        """The layout on the fewest GPUs (1 wherever Dynamo has a single-GPU variant): the one
+        the CPU tier runs."""
+        return min(self.placements, key=lambda p: p.gpus)
 
 
 @dataclass(frozen=True)
@@ -87,10 +107,20 @@ class Topology:
     marks: tuple[str, ...] = ()  # pytest markers beyond the common ones
     timeout_s: int = 180  # CPU tier: ~3x the measured duration, rounded up
     known_violations: tuple[KnownViolation, ...] = ()
+    # CPU tier: why this topology cannot run faithfully there (then GPU-only, skipped with
+    # this reason); None: it runs on both tiers.
+    cpu_skip: str | None = None
+    # CPU tier: seconds to serve and register when a worker starts fresh python processes
+    # of its own (gateway children), which the template cannot fork; None: the default.
+    cpu_register_deadline_s: float | None = None
 
     @property
     def public_workers(self) -> tuple[WorkerSpec, ...]:
-        return tuple(w for w in self.workers if w.card.public)
+        return tuple(w for w in self.workers if w.card is not None and w.card.public)
+
+    @property
+    def registering_workers(self) -> tuple[WorkerSpec, ...]:
+        return tuple(w for w in self.workers if w.registers)
 
     def worker(self, role: str) -> WorkerSpec:
         return next(w for w in self.workers if w.role == role)

@@ -16,6 +16,7 @@ STATUS_503 = "503-after-ready"
 BAD_RESPONSE = "error-for-listed-model"
 BAD_CONTENT = "bad-response-content"
 NON_LOOPBACK = "non-loopback-address"
+REGISTERED_UNEXPECTEDLY = "registered-but-must-not"
 
 ALL_KINDS = (
     WORKER_EXITED,
@@ -30,6 +31,7 @@ ALL_KINDS = (
     BAD_RESPONSE,
     BAD_CONTENT,
     NON_LOOPBACK,
+    REGISTERED_UNEXPECTEDLY,
 )
 
 

@@ -10,6 +10,9 @@ runs each topology's packed 1-GPU layout.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from harness.contract import (
     CHAT_COMPLETIONS,
     CHAT_IMAGES,
@@ -38,6 +41,8 @@ GPU_MODELS: dict[str, str] = {
     "vision-language": "Qwen/Qwen3-VL-2B-Instruct",
     "image": "Tongyi-MAI/Z-Image-Turbo",
     "video": "Wan-AI/Wan2.1-T2V-1.3B-Diffusers",
+    # Dynamo's diffusion-LLM launch script's model.
+    "diffusion-llm": "inclusionAI/LLaDA2.0-mini",
 }
 
 # KV transfer between prefill and decode: 1.6.1 parses to mooncake by default, which neither
@@ -80,8 +85,25 @@ def _alone(role: str, vram_gib: float, start_timeout_s: int = 360) -> GpuProfile
     )
 
 
-def _worker(role: str, component: str, model: str, card: ExpectedCard, *flags: str) -> WorkerSpec:
-    return WorkerSpec(role=role, flags=flags, model=model, component=component, card=card)
+def _worker(
+    role: str,
+    component: str,
+    model: str,
+    card: ExpectedCard | None,
+    *flags: str,
+    path: str = "init_decode",
+    **more: Any,
+) -> WorkerSpec:
+    """A worker: its role, component, model asset, contract, flags and start path."""
+    return WorkerSpec(
+        role=role,
+        flags=flags,
+        model=model,
+        component=component,
+        card=card,
+        start_paths=(path,),
+        **more,
+    )
 
 
 _ENCODER_CARD = ExpectedCard(
@@ -95,6 +117,7 @@ _MM_ENCODER = _worker(
     *MULTIMODAL_FLAGS,
     "--disaggregation-mode",
     "encode",
+    path="init_multimodal_encode_worker",
 )
 _MM_REQUESTS = ("chat-image", "chat-image-stream")
 _TEXT_REQUESTS = ("chat", "chat-stream", "completion")
@@ -121,6 +144,7 @@ DISAGGREGATED = Topology(
             "--disaggregation-mode",
             "prefill",
             *_NIXL,
+            path="init_prefill",
         ),
         _worker(
             "decode",
@@ -175,6 +199,7 @@ EMBEDDING_TOPOLOGY = Topology(
             "embedding",
             ExpectedCard(EMBEDDING, "Text", "aggregated"),
             "--embedding-worker",
+            path="init_embedding",
         ),
     ),
     requests=("embedding",),
@@ -190,6 +215,7 @@ RERANK_TOPOLOGY = Topology(
             "rerank",
             ExpectedCard(RERANK, "Text", "aggregated"),
             "--rerank-worker",
+            path="init_rerank",
         ),
     ),
     requests=("rerank",),
@@ -208,6 +234,7 @@ MM_ENCODE_PD = Topology(
             *_DEDICATED,
             "--disaggregation-mode",
             "pd",
+            path="init_multimodal_worker",
         ),
     ),
     requests=_MM_REQUESTS,
@@ -250,6 +277,7 @@ MM_ENCODE_P_D = Topology(
             *_DEDICATED,
             "--disaggregation-mode",
             "prefill",
+            path="init_multimodal_prefill_worker",
         ),
         _worker(
             "mm-decode",
@@ -259,6 +287,7 @@ MM_ENCODE_P_D = Topology(
             *_DEDICATED,
             "--disaggregation-mode",
             "decode",
+            path="init_multimodal_worker",
         ),
     ),
     requests=_MM_REQUESTS,
@@ -322,6 +351,7 @@ IMAGE_DIFFUSION = Topology(
             "image",
             ExpectedCard(CHAT_IMAGES, "Text", "aggregated"),
             "--image-diffusion-worker",
+            path="init_image_diffusion",
         ),
     ),
     requests=("image",),
@@ -340,6 +370,7 @@ VIDEO_GENERATION = Topology(
             "video",
             ExpectedCard(VIDEOS, "Text", "aggregated"),
             "--video-generation-worker",
+            path="init_video_diffusion",
         ),
     ),
     requests=("video",),
@@ -347,6 +378,200 @@ VIDEO_GENERATION = Topology(
         (Placement(1, (WorkerPlacement("video-generation", 0, vram_gib=17.6),), (), 420),),
         nightly=True,
     ),
+)
+
+# -- start paths beyond the first eight (dynamo.sglang 1.6.1) --------------------------------
+
+MM_NATIVE = Topology(
+    name="mm-native",
+    workers=(
+        # sglang's own multimodal processing inside one aggregated worker: no encoder.
+        _worker(
+            "mm-agg",
+            "backend",
+            "vision-language",
+            ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated"),
+            "--enable-multimodal",
+            "--chat-template",
+            "qwen2-vl",
+        ),
+    ),
+    requests=(*_MM_REQUESTS, "chat"),
+    marks=("multimodal",),
+    gpu=_alone("mm-agg", vram_gib=9.0),
+)
+
+MM_NATIVE_P_D = Topology(
+    name="mm-native-p-d",
+    workers=(
+        _worker(
+            "mm-prefill",
+            "prefill",
+            "vision-language",
+            ExpectedCard("Prefill", "Tokens", "prefill", (("decode",),), public=False),
+            "--enable-multimodal",
+            "--chat-template",
+            "qwen2-vl",
+            "--disaggregation-mode",
+            "prefill",
+            *_NIXL,
+            path="init_prefill",
+        ),
+        _worker(
+            "mm-decode",
+            "backend",
+            "vision-language",
+            ExpectedCard(CHAT_COMPLETIONS, "Tokens", "decode", (("prefill",),)),
+            "--enable-multimodal",
+            "--chat-template",
+            "qwen2-vl",
+            "--disaggregation-mode",
+            "decode",
+            *_NIXL,
+        ),
+    ),
+    requests=_MM_REQUESTS,
+    marks=("multimodal",),
+    gpu=GpuProfile(
+        (
+            Placement(
+                1,
+                tuple(
+                    WorkerPlacement(
+                        role,
+                        0,
+                        ("--mem-fraction-static", "0.4", *_SMALL_BATCH),
+                        vram_gib=9.0,
+                        env=_UCX_COLOCATED,
+                    )
+                    for role in ("mm-prefill", "mm-decode")
+                ),
+                start_order=("mm-prefill", "mm-decode"),
+                start_timeout_s=470,
+            ),
+            Placement(
+                2,
+                (WorkerPlacement("mm-prefill", 0), WorkerPlacement("mm-decode", 1)),
+                start_timeout_s=470,
+            ),
+        )
+    ),
+)
+
+# Two nodes of one engine (tensor parallel across them): only the rank-0 leader registers;
+# the follower runs its schedulers and metrics and must publish nothing routable.
+_MULTINODE = ("--tp", "2", "--nnodes", "2", "--dist-init-addr", "127.0.0.1:{port:dist_init}")
+MULTINODE = Topology(
+    name="multinode",
+    workers=(
+        _worker(
+            "leader",
+            "backend",
+            "text",
+            ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated"),
+            *_MULTINODE,
+            "--node-rank",
+            "0",
+        ),
+        _worker(
+            "follower",
+            "backend",
+            "text",
+            None,
+            *_MULTINODE,
+            "--node-rank",
+            "1",
+            path="init_decode/non_leader",
+        ),
+    ),
+    requests=_TEXT_REQUESTS,
+    # Each node needs its own GPU: there is no single-GPU variant.
+    gpu=GpuProfile(
+        (
+            Placement(
+                2,
+                (WorkerPlacement("leader", 0), WorkerPlacement("follower", 1)),
+                start_timeout_s=470,
+            ),
+        )
+    ),
+)
+
+# The multi-process gateway: the leader keeps the engine and spawns N `python -m
+# dynamo.sglang` children, each serving through its own tokenizer worker and registering.
+GATEWAY_WORKERS = 2
+GATEWAY = Topology(
+    name="gateway",
+    workers=(
+        WorkerSpec(
+            role="gateway",
+            flags=("--gateway-workers", str(GATEWAY_WORKERS)),
+            model="text",
+            component="backend",
+            card=ExpectedCard(
+                CHAT_COMPLETIONS,
+                "Tokens",
+                "aggregated",
+                runtime_keys=("dynamo.sglang.gateway_engine", "dynamo.sglang.gateway_workers"),
+            ),
+            start_paths=("gateway_leader", "gateway_child"),
+            registrants=GATEWAY_WORKERS,
+            # The children inherit the leader's environment: a pinned request-plane port
+            # would be shared (measured on 1.6.1: the second child publishes its card, then
+            # fails to bind with "Address already in use", leaving a card without instance).
+            pin_request_plane=False,
+        ),
+    ),
+    requests=_TEXT_REQUESTS,
+    gpu=_alone("gateway", vram_gib=3.9),
+    # The children are fresh interpreters (the template cannot fork them): ~10-20 s on 2 cores.
+    cpu_register_deadline_s=120.0,
+    timeout_s=240,
+)
+
+LLM_DIFFUSION = Topology(
+    name="llm-diffusion",
+    workers=(
+        _worker(
+            "diffusion-llm",
+            "backend",
+            "diffusion-llm",
+            ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated"),
+            "--dllm-algorithm",
+            "LowConfidence",
+            "--trust-remote-code",
+            path="init_llm_diffusion",
+        ),
+    ),
+    requests=("chat", "completion"),
+    # LLaDA2.0-mini is a 16B mixture of experts: ~34 GiB, more than a 24 GiB runner holds.
+    gpu=GpuProfile(
+        (Placement(1, (WorkerPlacement("diffusion-llm", 0, vram_gib=34.0),), (), 600),),
+        nightly=True,
+    ),
+)
+
+# LoRA adapters registered at runtime, on both roles of a P/D pair: each load publishes a
+# LoRA card on its worker (a prefill worker's must stay Prefill, never Chat: Dynamo PR
+# #8945), each unload removes it. See scenarios/test_runtime_registration.py.
+_LORA_FLAGS = (
+    "--enable-lora",
+    "--max-lora-rank",
+    "8",
+    "--lora-target-modules",
+    "all",
+    "--max-loras-per-batch",
+    "2",
+)
+_LORA_ENV = (("DYN_LORA_ENABLED", "true"),)
+LORA_P_D = Topology(
+    name="lora-p-d",
+    workers=tuple(
+        dataclasses.replace(w, flags=(*w.flags, *_LORA_FLAGS), env=_LORA_ENV)
+        for w in DISAGGREGATED.workers
+    ),
+    requests=("chat",),
+    gpu=DISAGGREGATED.gpu,
 )
 
 CATALOGUE: tuple[Topology, ...] = (
@@ -358,7 +583,37 @@ CATALOGUE: tuple[Topology, ...] = (
     MM_ENCODE_P_D,
     IMAGE_DIFFUSION,
     VIDEO_GENERATION,
+    MM_NATIVE,
+    MM_NATIVE_P_D,
+    MULTINODE,
+    GATEWAY,
+    LLM_DIFFUSION,
+    LORA_P_D,
 )
+
+# Start paths of dynamo.sglang 1.6.1 that no topology takes, each with why (see
+# harness.coverage: a start path neither covered nor listed here fails the guard).
+START_PATH_EXEMPTIONS: dict[str, str] = {
+    "snapshot_restore": (
+        "snapshot mode (DYN snapshot control dir set): the engine is created before the "
+        "runtime, checkpointed with CRIU by an external agent and restored; neither the "
+        "agent nor a GPU checkpoint exists on the CPU tier, and no catalogue GPU runner "
+        "runs one"
+    ),
+    "failover_standby": (
+        "a restored snapshot engine paused as a failover standby (FAILOVER_LOCK_PATH): it "
+        "needs snapshot mode and Dynamo's gpu_memory_service flock, which is not "
+        "installable from PyPI"
+    ),
+    "init_prefill/non_leader": (
+        "the same handle_non_leader_node as init_decode/non_leader (covered by multinode), "
+        "reached from the prefill worker"
+    ),
+    "init_llm_diffusion/non_leader": (
+        "the same handle_non_leader_node as init_decode/non_leader (covered by multinode), "
+        "reached from the diffusion LLM worker"
+    ),
+}
 
 
 def by_name(name: str) -> Topology:

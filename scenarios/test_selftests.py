@@ -13,6 +13,8 @@ import dataclasses
 import pytest
 
 from harness.discovery_faults import write_orphan_card
+from harness.lora import LoraControl
+from harness.plugin import topology_param
 from harness.topology import GpuProfile, Placement, WorkerPlacement, WorkerSpec
 from harness.violations import (
     BAD_RESPONSE,
@@ -22,35 +24,39 @@ from harness.violations import (
     LISTED_EARLY,
     NEVER_LISTED,
     NEVER_REGISTERED,
+    REGISTERED_UNEXPECTEDLY,
     STATUS_503,
     WORKER_EXITED,
     WRONG_CARD,
     ContractFailure,
 )
-from scenarios.catalogue import AGGREGATED, CATALOGUE, MM_ENCODE_PD
+from scenarios.catalogue import AGGREGATED, CATALOGUE, LORA_P_D, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.selftest, pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]
 
-# The #4486 shape in its two most telling places; every other role runs nightly.
-REPRESENTATIVE_SKIPS = {("aggregated", "worker"), ("mm-encode-pd", "mm-worker")}
+# The #4486 shape in its two most telling places, and a multi-node follower that registers;
+# every other role runs with -m selftest (nightly).
+REPRESENTATIVE_CASES = {
+    ("aggregated", "worker"),
+    ("mm-encode-pd", "mm-worker"),
+    ("multinode", "follower"),
+}
 
 
-def _skip_cases() -> list[object]:
+def _role_cases(registering: bool) -> list[object]:
+    """One case per worker of every topology the CPU tier runs: the workers that register
+    (for skip-registration), or those that must not (for register-anyway)."""
     cases = []
     for topology in CATALOGUE:
         for worker in topology.workers:
-            pre_merge = (topology.name, worker.role) in REPRESENTATIVE_SKIPS
+            if worker.registers != registering:
+                continue
+            pre_merge = (topology.name, worker.role) in REPRESENTATIVE_CASES
             mark = pytest.mark.pre_merge if pre_merge else pytest.mark.nightly
+            param = topology_param(topology, mark, pytest.mark.timeout(240))
             cases.append(
                 pytest.param(
-                    topology,
-                    worker.role,
-                    id=f"{topology.name}-{worker.role}",
-                    marks=[
-                        mark,
-                        pytest.mark.timeout(240),
-                        *(getattr(pytest.mark, m) for m in topology.marks),
-                    ],
+                    topology, worker.role, id=f"{topology.name}-{worker.role}", marks=param.marks
                 )
             )
     return cases
@@ -72,7 +78,7 @@ def _only_message(failure: ContractFailure, kind: str, role: str | None = None) 
     return found[0].message
 
 
-@pytest.mark.parametrize(("topology", "role"), _skip_cases())
+@pytest.mark.parametrize(("topology", "role"), _role_cases(registering=True))
 def test_skipped_registration_is_caught_and_names_the_role(topology, role, deploy):
     failure = _deploy_and_verify(deploy, topology, faults={role: "skip-registration"})
     message = _only_message(failure, NEVER_REGISTERED, role)
@@ -80,6 +86,14 @@ def test_skipped_registration_is_caught_and_names_the_role(topology, role, deplo
     assert "serving but without a model card" in message
     assert "HARNESS-FAULT skip-registration" in message  # the log tail is in the message
     assert {v.role for v in failure.find(NEVER_REGISTERED)} == {role}
+
+
+@pytest.mark.parametrize(("topology", "role"), _role_cases(registering=False))
+def test_a_worker_that_must_not_register_but_does_is_caught(topology, role, deploy):
+    failure = _deploy_and_verify(deploy, topology, faults={role: "register-anyway"})
+    message = _only_message(failure, REGISTERED_UNEXPECTEDLY, role)
+    assert f"worker '{role}' (pid " in message and "must not register" in message
+    assert "v1/mdc/" in message and "/generate/" in message  # the keys it wrote, named
 
 
 @pytest.mark.pre_merge
@@ -195,3 +209,35 @@ _MISMATCHED_PAIR = dataclasses.replace(
 def test_incompatible_workers_are_caught(deploy):
     failure = _deploy_and_verify(deploy, _MISMATCHED_PAIR)
     assert "Rejected incompatible workers" in _only_message(failure, INCOMPATIBLE_WORKERS)
+
+
+@pytest.mark.pre_merge
+@pytest.mark.timeout(240)
+def test_a_lora_on_a_prefill_worker_registered_as_chat_is_caught(deploy):
+    """The shape Dynamo PR #8945 fixed (a prefill worker's LoRA as a public Chat model):
+    1.6.1 itself refuses it ("lifecycle role is already Prefill"), so the LoRA never
+    registers on that worker, which the harness reports with the worker's answer."""
+    deployment = deploy(LORA_P_D, strict=True, faults={"prefill": "lora-as-chat"})
+    lora = LoraControl(deployment)
+    lora.load("harness-lora")
+    with pytest.raises(ContractFailure) as failure:
+        lora.settle("harness-lora", loaded=True)
+    message = _only_message(failure.value, NEVER_REGISTERED, "prefill")
+    assert "no LoRA card appeared" in message
+    assert "load_lora harness-lora on 'prefill' -> 500" in message
+    assert not failure.value.find(NEVER_REGISTERED, "decode")
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_a_lora_card_left_after_unload_is_caught(deploy):
+    deployment = deploy(LORA_P_D, strict=True, faults={"decode": "lora-card-stays"})
+    lora = LoraControl(deployment)
+    lora.load("harness-lora")
+    lora.settle("harness-lora", loaded=True)
+    lora.unload("harness-lora")
+    with pytest.raises(ContractFailure) as failure:
+        lora.settle("harness-lora", loaded=False)
+    message = _only_message(failure.value, REGISTERED_UNEXPECTEDLY, "decode")
+    assert "still has a card for LoRA 'harness-lora' after unload_lora" in message
+    assert not failure.value.find(REGISTERED_UNEXPECTEDLY, "prefill")

@@ -17,7 +17,8 @@ class FakeWorker:
     component: str
     expected: ExpectedCard
     pid: int = 4242
-    tcp_port: int = 25012
+    tcp_port: int | None = 25012
+    registrants: int = 1
 
 
 def instance_entry(component: str, instance_id: int, port: int, host: str = "127.0.0.1"):

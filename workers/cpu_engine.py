@@ -28,7 +28,12 @@ from typing import Any
 import torch
 from sglang.srt.configs.model_config import ModelConfig
 from sglang.srt.entrypoints.engine import Engine
-from sglang.srt.managers.io_struct import EmbeddingReqInput, GenerateReqInput
+from sglang.srt.managers.io_struct import (
+    EmbeddingReqInput,
+    GenerateReqInput,
+    LoRAUpdateOutput,
+    UnloadLoRAAdapterReqInput,
+)
 from sglang.srt.managers.tokenizer_manager import TokenizerManager
 from sglang.srt.runtime_context import publish
 from sglang.srt.server_args import PortArgs, ServerArgs
@@ -71,6 +76,19 @@ class CpuTokenizerManager(TokenizerManager):
         self.startup_time = 0.0
         self._subprocess_watchdog = None
         self._reply_ids = self.tokenizer.encode(REPLY_TEXT, add_special_tokens=False)
+        # sglang's own LoRA bookkeeping (registry, lock, caches); only the fan-out to the
+        # scheduler ranks is stood in for, below.
+        self.init_lora()
+        self.update_lora_adapter_communicator = self._lora_ranks_reply
+
+    async def _lora_ranks_reply(self, obj: Any) -> list[LoRAUpdateOutput]:
+        """What the scheduler ranks answer to a LoRA load/unload: success, one rank."""
+        loaded = {name: ref.lora_path for name, ref in self.lora_ref_cache.items()}
+        if isinstance(obj, UnloadLoRAAdapterReqInput):
+            loaded.pop(obj.lora_name, None)
+        else:
+            loaded[obj.lora_name] = obj.lora_path
+        return [LoRAUpdateOutput(success=True, loaded_adapters=loaded)]
 
     def validate_total_tokens(self, *args: Any, **kwargs: Any) -> None:
         """The stand-in has no KV-cache limit to enforce."""
@@ -181,6 +199,16 @@ class CpuEngine(Engine):
         self.send_to_rpc = None
         self.loop = self._ensure_event_loop()
         logger.info("CpuEngine ready for %s (no scheduler processes)", server_args.model_path)
+
+    @staticmethod
+    def _init_tokenizer_worker(
+        server_args: ServerArgs, port_args: PortArgs, scheduler_info: dict[str, Any]
+    ) -> tuple[CpuTokenizerManager, None]:
+        """A gateway child's tokenizer: the real `Engine.attach_tokenizer_worker` reads the
+        parent's args from shared memory, publishes them, and calls this for the one part
+        that would connect to the parent's scheduler router."""
+        model_config = ModelConfig.from_server_args(server_args)
+        return CpuTokenizerManager(server_args, model_config), None
 
     def shutdown(self) -> None:
         """Nothing was launched, so nothing to stop."""

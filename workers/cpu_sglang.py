@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> None:
     import uvloop
     from dynamo.sglang.main import worker
 
+    # What dynamo.sglang sees as its command line (the gateway re-runs sys.argv[1:] in its
+    # children): the Dynamo argv alone, as under `python -m dynamo.sglang`.
+    sys.argv = [sys.argv[0], *dynamo_argv]
     uvloop.run(worker(dynamo_argv))
 
 

@@ -25,7 +25,13 @@ FAULTS = (
     "handler-error",
     "no-topology",
     "advertise-internal",
+    "register-anyway",
+    "lora-as-chat",
+    "lora-card-stays",
 )
+# Set by the launcher for the worker's own python children (the gateway's), whose start-up
+# hook installs the same fault (workers/startup/sitecustomize.py).
+FAULT_ENV, FAULT_DELAY_ENV = "HARNESS_FAULT", "HARNESS_FAULT_DELAY"
 EXIT_AFTER_REGISTRATION_CODE = 17
 HANDLER_ERROR_MESSAGE = "injected handler fault"
 
@@ -119,6 +125,57 @@ def _advertise_internal(real: Callable[..., Any]) -> Callable[..., Any]:
     return advertised
 
 
+def _register_anyway() -> None:
+    """A multi-node follower that takes the leader's path: its engine reports node rank 0,
+    so dynamo.sglang serves and registers as if it led (the rank check it relies on is
+    wrong). Wraps whatever sglang.Engine is (the CPU stand-in, on the CPU tier)."""
+    import sglang
+    import sglang.srt.entrypoints.engine as engine_module
+    from dynamo.sglang._compat import override_server_args
+
+    base = sglang.Engine
+
+    class LeaderByMistake(base):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            server_args = kwargs.get("server_args")
+            if server_args is not None:  # before the engine resolves and publishes them
+                _announce("register-anyway", "the engine reports node rank 0")
+                override_server_args(server_args, "harness-fault", node_rank=0)
+            super().__init__(*args, **kwargs)
+
+    sglang.Engine = LeaderByMistake
+    engine_module.Engine = LeaderByMistake
+
+
+def _lora_as_chat() -> None:
+    """The bug Dynamo PR #8945 fixed: a LoRA loaded into a prefill worker registers as a
+    public aggregated Chat model instead of taking the worker's Prefill role."""
+    from dynamo.llm import ModelType, WorkerType
+
+    handler_base = importlib.import_module("dynamo.sglang.request_handlers.handler_base")
+    real = handler_base.register_llm
+
+    async def as_chat(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("lora_name") and kwargs.get("worker_type") == WorkerType.Prefill:
+            _announce("lora-as-chat", f"LoRA '{kwargs['lora_name']}' registered as Chat")
+            kwargs["model_type"] = ModelType.Chat | ModelType.Completions
+            kwargs["worker_type"], kwargs["needs"] = WorkerType.Aggregated, []
+        return await real(*args, **kwargs)
+
+    handler_base.register_llm = as_chat
+
+
+def _lora_card_stays() -> None:
+    """unload_lora unloads the adapter but leaves its card: the frontend keeps routing the
+    LoRA's name to a worker that no longer has it."""
+    handler_base = importlib.import_module("dynamo.sglang.request_handlers.handler_base")
+
+    async def kept(*args: Any, **kwargs: Any) -> None:
+        _announce("lora-card-stays", "unregister_llm was not called")
+
+    handler_base.unregister_llm = kept
+
+
 def _break_handlers() -> None:
     handlers = importlib.import_module("dynamo.sglang.request_handlers")
 
@@ -140,6 +197,7 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
     if fault not in FAULTS:
         raise SystemExit(f"unknown --harness-fault {fault!r}; choose from {', '.join(FAULTS)}")
     _announce(fault, "installed")
+    os.environ[FAULT_ENV], os.environ[FAULT_DELAY_ENV] = fault, str(delay_s)
     if fault == "skip-registration":
         _patch_register(_skip)
     elif fault == "delayed-registration":
@@ -154,3 +212,9 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
         _patch_register(_no_topology)
     elif fault == "advertise-internal":
         _patch_register(_advertise_internal)
+    elif fault == "register-anyway":
+        _register_anyway()
+    elif fault == "lora-as-chat":
+        _lora_as_chat()
+    elif fault == "lora-card-stays":
+        _lora_card_stays()

@@ -248,3 +248,97 @@ def write_diffusion_model(model_dir: Path, pipeline: str) -> Path:
         {"_class_name": pipeline, "_diffusers_version": "0.35.0"},
     )
     return model_dir
+
+
+def write_lora_adapter(adapter_dir: Path, base_model: Path) -> Path:
+    """A PEFT LoRA adapter shaped for `base_model`'s config (rank 4 on the q/v projections,
+    zero weights, so it changes nothing): what Dynamo's LoRA loader fetches from a file:// URI
+    and hands to sglang. Written for the tiny text model, or for a GPU model from its cache."""
+    import torch
+    from safetensors.torch import save_file
+
+    adapter_dir.mkdir(parents=True, exist_ok=True)
+    config = json.loads((base_model / "config.json").read_text())
+    hidden, rank = config["hidden_size"], 4
+    head_dim = config.get("head_dim") or hidden // config["num_attention_heads"]
+    out = {
+        "q_proj": config["num_attention_heads"] * head_dim,
+        "v_proj": config.get("num_key_value_heads", config["num_attention_heads"]) * head_dim,
+    }
+    _write_json(
+        adapter_dir / "adapter_config.json",
+        {
+            "peft_type": "LORA",
+            "task_type": "CAUSAL_LM",
+            "base_model_name_or_path": str(base_model),
+            "r": rank,
+            "lora_alpha": 8,
+            "lora_dropout": 0.0,
+            "bias": "none",
+            "target_modules": ["q_proj", "v_proj"],
+        },
+    )
+    tensors = {}
+    for layer in range(config["num_hidden_layers"]):
+        for proj in ("q_proj", "v_proj"):
+            prefix = f"base_model.model.model.layers.{layer}.self_attn.{proj}"
+            tensors[f"{prefix}.lora_A.weight"] = torch.zeros(rank, hidden)
+            tensors[f"{prefix}.lora_B.weight"] = torch.zeros(out[proj], rank)
+    save_file(tensors, str(adapter_dir / "adapter_model.safetensors"))
+    return adapter_dir
+
+
+# The configuration class of a tiny LLaDA2-MoE-shaped diffusion LLM (local remote code: the
+# real model ships its own, and transformers has none built in).
+_LLADA2_CONFIG_CODE = '''"""Configuration of a tiny LLaDA2-MoE-shaped diffusion LLM."""
+
+from transformers import PretrainedConfig
+
+
+class LLaDA2MoeConfig(PretrainedConfig):
+    model_type = "llada2_moe"
+
+    def __init__(self, vocab_size=400, hidden_size=64, intermediate_size=128,
+                 num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=4,
+                 head_dim=16, max_position_embeddings=4096, rms_norm_eps=1e-6,
+                 rope_theta=10000.0, num_experts=4, num_experts_per_tok=2,
+                 moe_intermediate_size=32, num_shared_experts=1, first_k_dense_replace=0,
+                 **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.num_key_value_heads = num_key_value_heads
+        self.head_dim = head_dim
+        self.max_position_embeddings = max_position_embeddings
+        self.rms_norm_eps = rms_norm_eps
+        self.rope_theta = rope_theta
+        self.num_experts = num_experts
+        self.num_experts_per_tok = num_experts_per_tok
+        self.moe_intermediate_size = moe_intermediate_size
+        self.num_shared_experts = num_shared_experts
+        self.first_k_dense_replace = first_k_dense_replace
+        super().__init__(**kwargs)
+'''
+
+
+def write_diffusion_llm_model(model_dir: Path) -> Path:
+    """A LLaDA2-MoE-shaped diffusion LLM (the GPU tier's inclusionAI/LLaDA2.0-mini): its
+    configuration class ships with it, as the real model's does (--trust-remote-code)."""
+    model_dir.mkdir(parents=True, exist_ok=True)
+    ids = _write_tokenizer(model_dir)
+    (model_dir / "configuration_llada2_moe.py").write_text(_LLADA2_CONFIG_CODE)
+    _write_json(
+        model_dir / "config.json",
+        {
+            "architectures": ["LLaDA2MoeModelLM"],
+            "model_type": "llada2_moe",
+            "auto_map": {"AutoConfig": "configuration_llada2_moe.LLaDA2MoeConfig"},
+            "vocab_size": ids["vocab_size"],
+            "torch_dtype": "float32",
+            **_generation_config(ids),
+        },
+    )
+    _write_json(model_dir / "generation_config.json", _generation_config(ids))
+    return model_dir

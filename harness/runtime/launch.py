@@ -8,6 +8,8 @@ topology's packed 1-GPU layout, so the flags GPU runners use are exercised on ev
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,10 @@ from harness.runtime.tier import CPU, GPU
 from harness.topology import Scenario, WorkerSpec
 
 CPU_ENGINE_MODULE = "workers.cpu_sglang"  # real dynamo.sglang with sglang's GPU classes swapped
+ROOT = Path(__file__).resolve().parents[2]
+# On a CPU-tier worker's PYTHONPATH: its start-up hook gives the python processes a worker
+# spawns itself (the gateway's `python -m dynamo.sglang` children) the same stand-ins.
+STARTUP_HOOK_DIR = ROOT / "workers" / "startup"
 GPU_ENGINE_MODULE = "dynamo.sglang"
 
 
@@ -71,6 +77,12 @@ TIER_DIFFERENCES: tuple[TierDifference, ...] = (
     ),
     TierDifference("fault injection", "--harness-fault (self-tests)", "none"),
     TierDifference(
+        "child processes",
+        "PYTHONPATH has workers/startup, whose sitecustomize installs the stand-ins in "
+        "python processes the worker spawns (HARNESS_STAND_INS=1)",
+        "unchanged",
+    ),
+    TierDifference(
         "process",
         "forked from a pre-imported template (--spawn zygote, the default) or fresh",
         "always a fresh process",
@@ -90,6 +102,9 @@ class WorkerSite:
     tmpdir: Path
     media_dir: Path
     hf_home: Path  # CPU tier: the session's private, empty Hugging Face home
+    # Ports the deployment's workers share, named in flags as {port:NAME} (a multi-node
+    # group's --dist-init-addr): allocated once per deployment.
+    shared_ports: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -158,17 +173,23 @@ def worker_command(
         site.namespace,
         "--disaggregation-bootstrap-port",
         str(site.ports.bootstrap),
-        *spec.flags,
+        *(resolve_placeholders(flag, site.shared_ports) for flag in spec.flags),
         *placement.flags,
     ]
     if "--video-generation-worker" in spec.flags:
         argv += ["--media-output-fs-url", site.media_dir.as_uri()]
     env = loopback_env(site.etcd, site.nats, site.ports, site.tmpdir)
+    if not spec.pin_request_plane:  # its own python children inherit this environment
+        for name in REQUEST_PLANE_PORTS:
+            env.pop(name)
+    env.update(dict(spec.env))
     env.update(dict(placement.env))
     env.update(hugging_face_env(tier, site.hf_home, hf_offline))
     if tier == CPU:
         argv += ["--device", "cpu"]
         env["CUDA_VISIBLE_DEVICES"] = ""
+        env.update(stand_in_env())
+        env["HARNESS_STAND_INS"] = "1"  # for the worker's own python children (gateway)
         start_after: tuple[str, ...] = ()
     else:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
@@ -187,6 +208,19 @@ def worker_command(
     )
 
 
+REQUEST_PLANE_PORTS = ("DYN_TCP_RPC_PORT", "DYN_TCP_RESPONSE_STREAM_PORT")
+_PLACEHOLDER = re.compile(r"\{port:([a-z_]+)\}")
+
+
+def placeholders(flags: tuple[str, ...]) -> set[str]:
+    """Names of the shared ports a worker's flags refer to ({port:NAME})."""
+    return {name for flag in flags for name in _PLACEHOLDER.findall(flag)}
+
+
+def resolve_placeholders(flag: str, shared_ports: dict[str, int]) -> str:
+    return _PLACEHOLDER.sub(lambda m: str(shared_ports[m.group(1)]), flag)
+
+
 def hugging_face_env(tier: str, hf_home: Path, offline: bool = True) -> dict[str, str]:
     """CPU tier: no hub at all (local dirs). GPU tier: the caller's HF_HOME and HF_TOKEN stay;
     offline once the models are in that cache, so a run never downloads."""
@@ -203,6 +237,14 @@ def _engine_module(tier: str) -> str:
     raise ValueError(f"unknown tier {tier!r}")
 
 
+def stand_in_env() -> dict[str, str]:
+    """PYTHONPATH of CPU-tier processes: the start-up hook's folder and the project."""
+    inherited = os.environ.get("PYTHONPATH", "")
+    return {
+        "PYTHONPATH": os.pathsep.join(p for p in (str(STARTUP_HOOK_DIR), str(ROOT), inherited) if p)
+    }
+
+
 def template_env(etcd: str, nats: str, hf_home: Path, tmpdir: Path) -> dict[str, str]:
     """The CPU-tier worker template's whole environment: what every worker of the session
     shares (each forked worker then gets its own on top; tests hold the template to reading
@@ -212,6 +254,7 @@ def template_env(etcd: str, nats: str, hf_home: Path, tmpdir: Path) -> dict[str,
         **inherited_env(),
         **session_env(etcd, nats),
         **hugging_face_env(CPU, hf_home),
+        **stand_in_env(),
         "CUDA_VISIBLE_DEVICES": "",
         "TMPDIR": str(tmpdir),
     }

@@ -15,7 +15,13 @@ from harness.deploy import Settings
 from harness.loopback import ProcessPorts
 from harness.model_source import ModelSource, TinyModels, gpu_models
 from harness.runtime import gpus
-from harness.runtime.launch import TIER_DIFFERENCES, WorkerCommand, WorkerSite, worker_command
+from harness.runtime.launch import (
+    TIER_DIFFERENCES,
+    WorkerCommand,
+    WorkerSite,
+    placeholders,
+    worker_command,
+)
 from harness.runtime.tier import CPU, GPU
 from harness.topology import Scenario, Topology
 
@@ -58,10 +64,13 @@ def build_plan(
     for topology in catalogue.select(topologies):
         for scenario in scenarios_for(tier, topology, gpu_count):
             assigned = gpus.assign(scenario.placement, visible) if tier == GPU else {}
+            shared = sorted({n for w in topology.workers for n in placeholders(w.flags)})
+            shared_ports = dict(zip(shared, ports.allocate(len(shared)), strict=True))
+            ports.release(list(shared_ports.values()))  # shown, not held
             for index, role in enumerate(launch_order(scenario, tier)):
                 spec = topology.worker(role)
                 process_ports = ProcessPorts.allocate()
-                ports.release(process_ports.all())  # shown, not held
+                ports.release(process_ports.all())
                 site = WorkerSite(
                     namespace=f"h-{topology.name}-plan",
                     model_name=f"{topology.name}-plan",
@@ -71,6 +80,7 @@ def build_plan(
                     tmpdir=workdir / "tmp" / f"{topology.name}-{scenario.placement.name}-{index}",
                     media_dir=workdir / "media",
                     hf_home=workdir / "hf",
+                    shared_ports=shared_ports,
                 )
                 commands.append(
                     worker_command(

@@ -1,0 +1,191 @@
+"""Runtime registration: LoRA adapters loaded into and unloaded from running workers.
+
+A worker serves `POST /v1/loras` and `DELETE /v1/loras/{name}` on its system port (Dynamo's
+system status server); a load publishes a LoRA model card next to the worker's base card
+(`v1/mdc/{ns}/{component}/generate/{id}/{lora}`), an unload removes it. The LoRA card must
+take the base card's role: on a prefill worker it stays Prefill, never a public Chat surface
+(Dynamo PR #8945). These are checked like start-up registration, from etcd.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from harness.checks import WorkerView, compare_card
+from harness.contract import ExpectedCard
+from harness.deadline import Deadline
+from harness.deploy import Deployment, Worker
+from harness.observer import DiscoveryState
+from harness.records import ModelCard
+from harness.runtime.models import locate
+from harness.violations import (
+    NEVER_REGISTERED,
+    REGISTERED_UNEXPECTEDLY,
+    ContractFailure,
+    Violation,
+)
+
+LORA_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class LoraAnswer:
+    """The worker's answer to a load or unload."""
+
+    role: str
+    action: str
+    status: int
+    body: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200 and '"success"' in self.body
+
+    def describe(self) -> str:
+        return f"{self.action} on '{self.role}' -> {self.status}: {self.body[:300]}"
+
+
+def load(system_port: int, role: str, name: str, adapter: Path) -> LoraAnswer:
+    payload = {"lora_name": name, "source": {"uri": adapter.resolve().as_uri()}}
+    url = f"http://127.0.0.1:{system_port}/v1/loras"
+    response = httpx.post(url, json=payload, timeout=LORA_TIMEOUT_S)
+    return LoraAnswer(role, f"load_lora {name}", response.status_code, response.text)
+
+
+def unload(system_port: int, role: str, name: str) -> LoraAnswer:
+    url = f"http://127.0.0.1:{system_port}/v1/loras/{name}"
+    response = httpx.delete(url, timeout=LORA_TIMEOUT_S)
+    return LoraAnswer(role, f"unload_lora {name}", response.status_code, response.text)
+
+
+def lora_cards(state: DiscoveryState, namespace: str, name: str) -> list[ModelCard]:
+    return [c for c in state.cards(namespace) if c.lora_name == name]
+
+
+def lora_violations(
+    worker: WorkerView, cards: list[ModelCard], name: str, loaded: bool
+) -> list[Violation]:
+    """A loaded LoRA has exactly one card on the worker, of the worker's own role; an
+    unloaded one has none."""
+    who = f"worker '{worker.role}' (pid {worker.pid})"
+    if not loaded:
+        return [
+            Violation(
+                REGISTERED_UNEXPECTEDLY,
+                worker.role,
+                f"{who} still has a card for LoRA '{name}' after unload_lora: {card.key}",
+            )
+            for card in cards
+        ]
+    if not cards:
+        return [
+            Violation(
+                NEVER_REGISTERED,
+                worker.role,
+                f"{who} was asked to load LoRA '{name}' but no LoRA card appeared under its "
+                "instance (waiting for v1/mdc/…/generate/{id}/" + name + ")",
+            )
+        ]
+    expected = worker.expected
+    assert expected is not None
+    as_lora = _LoraView(worker, expected)
+    return [v for card in cards for v in compare_card(as_lora, card, name)]
+
+
+@dataclass(frozen=True)
+class _LoraView:
+    """The worker, with the base card's role as the LoRA card's contract."""
+
+    worker: WorkerView
+    expected: ExpectedCard
+
+    @property
+    def role(self) -> str:
+        return self.worker.role
+
+    @property
+    def component(self) -> str:
+        return self.worker.component
+
+    @property
+    def pid(self) -> int:
+        return self.worker.pid
+
+    @property
+    def tcp_port(self) -> int | None:
+        return self.worker.tcp_port
+
+    @property
+    def registrants(self) -> int:
+        return self.worker.registrants
+
+
+def write_adapter(base_model: Path, adapter_dir: Path) -> Path:
+    """A LoRA adapter for the base model's shapes (generated: nothing is downloaded)."""
+    from workers.tiny_models import write_lora_adapter
+
+    return write_lora_adapter(adapter_dir, base_model)
+
+
+class LoraControl:
+    """Load and unload one LoRA on every registering worker of a deployment, and judge the
+    cards that come and go (raises ContractFailure, naming the worker and the card)."""
+
+    def __init__(self, deployment: Deployment) -> None:
+        self.deployment = deployment
+        self.answers: list[LoraAnswer] = []
+
+    def _workers(self) -> list[Worker]:
+        return [w for w in self.deployment.workers if w.registers]
+
+    def load(self, name: str) -> list[LoraAnswer]:
+        base = self._base_model()
+        adapter = write_adapter(base, self.deployment.workdir / "loras" / name)
+        answers = [load(w.ports.system, w.role, name, adapter) for w in self._workers()]
+        self.answers += answers
+        return answers
+
+    def unload(self, name: str) -> list[LoraAnswer]:
+        answers = [unload(w.ports.system, w.role, name) for w in self._workers()]
+        self.answers += answers
+        return answers
+
+    def settle(self, name: str, loaded: bool) -> None:
+        """Wait until every worker has (or no longer has) its card for `name`, then check
+        each card against the worker's role."""
+        deployment = self.deployment
+        ns = deployment.namespace
+
+        def mine(state: DiscoveryState, worker: Worker) -> list[ModelCard]:
+            ids = {i.instance_id for i in deployment.records(state, worker).generates}
+            return [c for c in lora_cards(state, ns, name) if c.instance_id in ids]
+
+        def settled(state: DiscoveryState) -> bool:
+            return all(bool(mine(state, w)) == loaded for w in self._workers())
+
+        deployment.session.observer.wait_for(
+            settled, Deadline(deployment.session.settings.list_deadline)
+        )
+        state = deployment.discovery_now()
+        violations = [
+            v for w in self._workers() for v in lora_violations(w, mine(state, w), name, loaded)
+        ]
+        if violations:
+            answers = "\n".join(f"    {a.describe()}" for a in self.answers)
+            first = violations[0]
+            violations[0] = Violation(
+                first.kind, first.role, f"{first.message}\nthe workers' LoRA answers:\n{answers}"
+            )
+            raise ContractFailure(deployment.topology.name, violations)
+
+    def _base_model(self) -> Path:
+        deployment = self.deployment
+        spec = self._workers()[0].spec
+        ref = deployment.session.models(deployment.topology.name, spec.model)
+        located = locate(ref)
+        if located is None:
+            raise FileNotFoundError(f"base model {ref} is not available locally")
+        return located

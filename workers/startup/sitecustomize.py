@@ -1,0 +1,19 @@
+"""Interpreter start-up hook of CPU-tier worker processes (on their PYTHONPATH).
+
+Some start paths make a worker spawn more `python -m dynamo.sglang` processes (the gateway's
+children): those never pass through the CPU launcher, so this hook gives them the same
+stand-ins when HARNESS_STAND_INS=1. The variable is set for workers only, never for the
+worker template, whose own imports must stay recorded (workers/zygote.py).
+"""
+
+import os
+
+if os.environ.get("HARNESS_STAND_INS") == "1":
+    from workers import cpu_sglang, faults, torchvision_shim
+
+    torchvision_shim.apply()
+    cpu_sglang.install_stand_ins()
+    # The fault the parent worker runs with, if any (self-tests of a gateway's children).
+    faults.install(
+        os.environ.get(faults.FAULT_ENV), float(os.environ.get(faults.FAULT_DELAY_ENV) or 0)
+    )
