@@ -20,6 +20,8 @@ DEFAULT_CATALOGUE = "scenarios.catalogue"
 class Catalogue:
     topologies: tuple[Topology, ...]
     gpu_models: dict[str, str] = field(default_factory=dict)  # asset key -> HF name or path
+    # dynamo.sglang start paths no topology takes, with the reason (see harness.coverage)
+    start_path_exemptions: dict[str, str] = field(default_factory=dict)
 
     def topology(self, name: str) -> Topology:
         for topology in self.topologies:
@@ -34,4 +36,8 @@ class Catalogue:
 
 def load(name: str | None = None) -> Catalogue:
     module = importlib.import_module(name or os.environ.get("HARNESS_CATALOGUE", DEFAULT_CATALOGUE))
-    return Catalogue(tuple(module.CATALOGUE), dict(getattr(module, "GPU_MODELS", {})))
+    return Catalogue(
+        tuple(module.CATALOGUE),
+        dict(getattr(module, "GPU_MODELS", {})),
+        dict(getattr(module, "START_PATH_EXEMPTIONS", {})),
+    )

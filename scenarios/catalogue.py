@@ -514,7 +514,7 @@ GATEWAY = Topology(
                 "aggregated",
                 runtime_keys=("dynamo.sglang.gateway_engine", "dynamo.sglang.gateway_workers"),
             ),
-            start_paths=("gateway_leader", "gateway_child"),
+            start_paths=("init_decode/gateway_leader", "gateway_child"),
             registrants=GATEWAY_WORKERS,
             # The children inherit the leader's environment: a pinned request-plane port
             # would be shared (measured on 1.6.1: the second child publishes its card, then
@@ -608,6 +608,10 @@ START_PATH_EXEMPTIONS: dict[str, str] = {
     "init_prefill/non_leader": (
         "the same handle_non_leader_node as init_decode/non_leader (covered by multinode), "
         "reached from the prefill worker"
+    ),
+    "init_prefill/gateway_leader": (
+        "the same serve_via_gateway_children as init_decode/gateway_leader (covered by "
+        "gateway), reached from a prefill worker"
     ),
     "init_llm_diffusion/non_leader": (
         "the same handle_non_leader_node as init_decode/non_leader (covered by multinode), "

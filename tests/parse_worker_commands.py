@@ -7,6 +7,7 @@ Run in its own process: parsing imports sglang and configures logging.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import io
@@ -40,7 +41,34 @@ def parse(argv: list[str]) -> dict[str, Any]:
             config = asyncio.run(parse_args(argv))
     except BaseException as error:  # argparse exits; validation raises
         return {"error": f"{type(error).__name__}: {error}"}
-    return {"server": _plain(config.server_args), "dynamo": _plain(config.dynamo_args)}
+    return {
+        "server": _plain(config.server_args),
+        "dynamo": _plain(config.dynamo_args),
+        "start_path": start_path(config),
+    }
+
+
+def start_path(config: Any) -> str:
+    """The start path main.worker() takes for this config: its own dispatch conditions (read
+    by harness.coverage) evaluated on the parsed config, then the init function's sub-path
+    for a follower node or a gateway leader."""
+    from dynamo.common.constants import DisaggregationMode
+    from dynamo.sglang.gateway import gateway_worker_count
+
+    from harness.coverage import dispatch_conditions, installed_start_paths
+
+    scope = {"config": config, "DisaggregationMode": DisaggregationMode}
+    chosen = next(
+        name
+        for name, test in dispatch_conditions()
+        if test is None or eval(compile(ast.Expression(test), "<dispatch>", "eval"), scope)
+    )
+    known = {p.name for p in installed_start_paths()}
+    if (getattr(config.server_args, "node_rank", 0) or 0) >= 1:
+        return f"{chosen}/non_leader" if f"{chosen}/non_leader" in known else chosen
+    if gateway_worker_count(config.server_args, config.dynamo_args) > 1:
+        return f"{chosen}/gateway_leader"
+    return chosen
 
 
 def main() -> None:

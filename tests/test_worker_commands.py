@@ -176,7 +176,9 @@ def test_every_layout_is_planned_on_enough_gpus(plans):
             (t.name, p.name) for t in CATALOGUE.topologies for p in t.gpu.placements if p.gpus <= n
         }
         assert planned == expected
-    assert {c.topology for c in plans["gpu1"]} == {t.name for t in CATALOGUE.topologies}
+    single = {t.name for t in CATALOGUE.topologies if t.gpu.packed.gpus == 1}
+    assert {c.topology for c in plans["gpu1"]} == single
+    assert single >= {t.name for t in CATALOGUE.topologies} - {"multinode"}  # one GPU per node
 
 
 def test_gpu_sets_stay_within_the_layout(plans):
@@ -210,8 +212,9 @@ def test_gpu_tier_passes_hugging_face_settings_through(tmp_path, monkeypatch, pl
 def _masked_argv(command: WorkerCommand) -> list[str]:
     """Per-process and per-tier values (bootstrap port; the model: a row of the tier table)."""
     argv = command.dynamo_argv()
-    for flag in ("--disaggregation-bootstrap-port", "--model-path"):
-        argv[argv.index(flag) + 1] = "<masked>"
+    for flag in ("--disaggregation-bootstrap-port", "--model-path", "--dist-init-addr"):
+        if flag in argv:
+            argv[argv.index(flag) + 1] = "<masked>"
     return argv
 
 
@@ -223,9 +226,20 @@ def _masked_env(command: WorkerCommand) -> dict[str, str]:
 def test_cpu_tier_runs_the_gpu_tiers_packed_command_line(plans):
     """Apart from the rows of TIER_DIFFERENCES, a CPU-tier worker runs the GPU command."""
     cpu = {(c.topology, c.role): c for c in plans["cpu"]}
-    packed = [c for c in plans["gpu1"] if c.layout == "1gpu"]
+    packed = [
+        c
+        for c in plans["gpu2"]
+        if c.layout == CATALOGUE.topology(c.topology).gpu.packed.name
+    ]
     assert len(packed) == len(cpu)
-    tier_env = {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "CUDA_VISIBLE_DEVICES"}
+    tier_env = {
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HF_HOME",
+        "CUDA_VISIBLE_DEVICES",
+        "PYTHONPATH",  # the start-up hook's folder ("child processes" row)
+        "HARNESS_STAND_INS",
+    }
     for gpu_command in packed:
         cpu_command = cpu[(gpu_command.topology, gpu_command.role)]
         cpu_argv = _masked_argv(cpu_command)
@@ -234,7 +248,7 @@ def test_cpu_tier_runs_the_gpu_tiers_packed_command_line(plans):
         cpu_env, gpu_env = _masked_env(cpu_command), _masked_env(gpu_command)
         differing = {k for k in cpu_env.keys() | gpu_env.keys() if cpu_env.get(k) != gpu_env.get(k)}
         assert differing <= tier_env, differing
-    assert {"engine", "device", "models", "Hugging Face env", "GPUs"} <= {
+    assert {"engine", "device", "models", "Hugging Face env", "GPUs", "child processes"} <= {
         d.aspect for d in TIER_DIFFERENCES
     }
 
@@ -250,3 +264,16 @@ def test_a_model_name_missing_from_the_runners_cache_fails_to_parse(plans, tmp_p
     command = plans["gpu1"][0]
     (result,) = _parse_all([command.dynamo_argv()], _plan_env([command], tmp_path / "empty"))
     assert "error" in result and CATALOGUE.gpu_models["text"] in result["error"], result
+
+
+@pytest.mark.parametrize("plan", [*(f"gpu{n}" for n in GPU_COUNTS), "cpu"])
+def test_every_worker_takes_the_start_path_it_declares(plan, plans, parsed):
+    """Each command, parsed, selects (by main.worker()'s own dispatch conditions) a start path
+    its catalogue worker declares: the coverage guard's declarations are true."""
+    wrong = []
+    for index, command in enumerate(plans[plan]):
+        declared = CATALOGUE.topology(command.topology).worker(command.role).start_paths
+        taken = parsed[(plan, index)].get("start_path")
+        if taken not in declared:
+            wrong.append(f"{command.topology}/{command.role}: takes {taken}, declares {declared}")
+    assert not wrong, "\n".join(wrong)
