@@ -527,7 +527,8 @@ class Deployment:
             evidence.append(
                 "etcd had no model card yet for "
                 + ", ".join(f"'{r}'" for r in self._listing.missing_when_listed)
-                + " when the model first appeared in /v1/models"
+                + " when the model first appeared in /v1/models (the frontend's own view "
+                + f"then: {self._listing.ready_when_listed})"
             )
         not_found = [p for p in probes if p.status == 404]
         if not_found:

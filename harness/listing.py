@@ -24,6 +24,8 @@ class ListingWatch:
     missing_cards_now: Callable[[], list[str]]
     listed_at: float | None = None  # wall time
     missing_when_listed: list[str] = field(default_factory=list)
+    # What GET /v1/models/{model}/ready answered at that moment (the frontend's own view).
+    ready_when_listed: str = ""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -36,6 +38,7 @@ class ListingWatch:
             while not self._stop.is_set():
                 if self.listed(client):
                     self.missing_when_listed = self.missing_cards_now()
+                    self.ready_when_listed = self.readiness(client)
                     self.listed_at = time.time()
                     return
                 self._stop.wait(0.05)
@@ -45,6 +48,14 @@ class ListingWatch:
             data = client.get("/v1/models").json().get("data", [])
             return any(m.get("id") == self.model_name for m in data)
         return False
+
+    def readiness(self, client: httpx.Client) -> str:
+        path = f"/v1/models/{self.model_name}/ready"
+        try:
+            reply = client.get(path)
+        except httpx.HTTPError as error:
+            return f"GET {path} failed: {error}"
+        return f"GET {path} -> {reply.status_code} {reply.text[:1000]}"
 
     def wait(self, deadline: Deadline) -> bool:
         if self._thread is not None:

@@ -428,7 +428,8 @@ def _record_timeline(request: pytest.FixtureRequest, deployment: Deployment) -> 
         for step, offset in row.offsets().items():
             properties.append((f"timeline.{row.role}.{step}_s", offset))
     for violation, reason in deployment.known_seen:
-        properties.append((KNOWN_VIOLATION, f"[{violation.kind}] {reason}"))
+        observed = " ".join(violation.message.split())[:600]
+        properties.append((KNOWN_VIOLATION, f"[{violation.kind}] {reason}; observed: {observed}"))
 
 
 TIMELINE_ROW, KNOWN_VIOLATION = "timeline_row", "known_violation"

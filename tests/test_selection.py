@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scenarios.catalogue import CATALOGUE
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -22,12 +24,13 @@ def _collected(*args: str) -> list[str]:
     return [line for line in result.stdout.splitlines() if "::" in line]
 
 
-def test_multimodal_selects_exactly_the_two_multimodal_topologies():
+def test_multimodal_selects_exactly_the_multimodal_topologies():
     selected = [n for n in _collected("-m", "multimodal") if "test_topologies.py" in n]
-    assert sorted(selected) == [
-        "scenarios/test_topologies.py::test_registers_and_serves[mm-encode-p-d]",
-        "scenarios/test_topologies.py::test_registers_and_serves[mm-encode-pd]",
-    ]
+    multimodal = [t.name for t in CATALOGUE if "multimodal" in t.marks]
+    assert {"mm-encode-pd", "mm-encode-p-d", "mm-native", "mm-native-p-d"} <= set(multimodal)
+    assert sorted(selected) == sorted(
+        f"scenarios/test_topologies.py::test_registers_and_serves[{name}]" for name in multimodal
+    )
 
 
 def test_multimodal_self_tests_come_only_with_selftest():
@@ -40,7 +43,7 @@ def test_multimodal_self_tests_come_only_with_selftest():
 def test_the_default_run_has_every_topology_and_only_pre_merge_self_tests():
     default = _collected()
     topologies = [n for n in default if "test_topologies.py" in n]
-    assert len(topologies) == 8
+    assert len(topologies) == len(CATALOGUE)
     self_tests = [n for n in default if "test_selftests.py" in n]
     everything = _collected("-m", "selftest")
     assert 0 < len(self_tests) < len(everything)
@@ -65,8 +68,9 @@ def test_gpu_tier_items_are_one_per_layout_marked_from_the_layout():
             line.split("[")[1].rstrip("]") for line in result.stdout.splitlines() if "::" in line
         )
 
-    assert ids("gpu_2") == ["disaggregated-2gpu", "mm-encode-p-d-2gpu", "mm-encode-pd-2gpu"]
-    assert len(ids("gpu_1")) == 8 and all(i.endswith("-1gpu") for i in ids("gpu_1"))
+    layouts = {(t.name, p.gpus) for t in CATALOGUE for p in t.gpu.placements}
+    assert ids("gpu_2") == sorted(f"{name}-2gpu" for name, gpus in layouts if gpus == 2)
+    assert ids("gpu_1") == sorted(f"{name}-1gpu" for name, gpus in layouts if gpus == 1)
     result = _run("--collect-only", "-q", "--tier", "gpu", "-m", "gpu_0", "scenarios")
     assert "test_topologies.py" not in result.stdout  # gpu_0 = CPU-tier tests only
 
@@ -85,8 +89,9 @@ def test_gpu_tier_run_says_its_tier_and_models_and_skips_layouts_too_big():
     out = result.stdout
     assert "discovery harness: tier gpu: asked for with --tier" in out, out
     assert "models: text=Qwen/Qwen3-0.6B" in out, out
-    assert out.count("needs 2 GPU(s); this run has 1 (0;") == 3, out
-    assert "3 skipped" in out, out
+    two_gpu = sum(1 for t in CATALOGUE for p in t.gpu.placements if p.gpus == 2)
+    assert out.count("needs 2 GPU(s); this run has 1 (0;") == two_gpu, out
+    assert f"{two_gpu} skipped" in out, out
 
 
 def test_gpu_tier_missing_model_is_one_clear_error(tmp_path):

@@ -227,9 +227,7 @@ def test_cpu_tier_runs_the_gpu_tiers_packed_command_line(plans):
     """Apart from the rows of TIER_DIFFERENCES, a CPU-tier worker runs the GPU command."""
     cpu = {(c.topology, c.role): c for c in plans["cpu"]}
     packed = [
-        c
-        for c in plans["gpu2"]
-        if c.layout == CATALOGUE.topology(c.topology).gpu.packed.name
+        c for c in plans["gpu2"] if c.layout == CATALOGUE.topology(c.topology).gpu.packed.name
     ]
     assert len(packed) == len(cpu)
     tier_env = {
