@@ -464,9 +464,8 @@ class Deployment:
 
     def _roles_without_card_in_etcd(self) -> list[str]:
         state = self.discovery_now()
-        return [
-            w.role for w in self.workers if w.registers and not self.records(state, w).registered
-        ]
+        # A role is present once one of its processes has a card (one gateway child serves).
+        return [w.role for w in self.workers if w.registers and not self.records(state, w).cards]
 
     def _await_listing(self) -> list[Violation]:
         """Listed in /v1/models, then a real request of the topology's first kind answered

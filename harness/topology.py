@@ -90,6 +90,8 @@ class GpuProfile:
 
     placements: tuple[Placement, ...]
     nightly: bool = False  # too big or slow for every change on GPU runners
+    # Why there is no single-GPU layout, where there is none (multi-node: a GPU per node).
+    no_single_gpu: str | None = None
 
     @property
     def packed(self) -> Placement:

@@ -485,7 +485,6 @@ MULTINODE = Topology(
         ),
     ),
     requests=_TEXT_REQUESTS,
-    # Each node needs its own GPU: there is no single-GPU variant.
     gpu=GpuProfile(
         (
             Placement(
@@ -493,7 +492,8 @@ MULTINODE = Topology(
                 (WorkerPlacement("leader", 0), WorkerPlacement("follower", 1)),
                 start_timeout_s=470,
             ),
-        )
+        ),
+        no_single_gpu="each node of the tensor-parallel group runs on a GPU of its own",
     ),
 )
 
@@ -524,7 +524,9 @@ GATEWAY = Topology(
     ),
     requests=_TEXT_REQUESTS,
     gpu=_alone("gateway", vram_gib=3.9),
-    # The children are fresh interpreters (the template cannot fork them): ~10-20 s on 2 cores.
+    # The children are fresh interpreters (the template cannot fork them): ~20-25 s on 2
+    # cores, so the CPU tier runs it with -m nightly (and CI runs it on every change).
+    marks=("nightly",),
     cpu_register_deadline_s=120.0,
     timeout_s=240,
 )
