@@ -137,6 +137,8 @@ def _normalise_type(model_type: str) -> set[str]:
 
 
 def compare_card(worker: WorkerView, card: ModelCard, model_name: str) -> list[Violation]:
+    """Each field of `card` against the worker's contract (a LoRA card is held to its
+    worker's contract, under the LoRA's name)."""
     expected = worker.expected
     assert expected is not None, f"{worker.role} must not register: nothing to compare"
     who = f"worker '{worker.role}' (pid {worker.pid})"

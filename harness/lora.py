@@ -15,7 +15,6 @@ from pathlib import Path
 import httpx
 
 from harness.checks import WorkerView, compare_card
-from harness.contract import ExpectedCard
 from harness.deadline import Deadline
 from harness.deploy import Deployment, Worker
 from harness.observer import DiscoveryState
@@ -89,38 +88,7 @@ def lora_violations(
                 "instance (waiting for v1/mdc/…/generate/{id}/" + name + ")",
             )
         ]
-    expected = worker.expected
-    assert expected is not None
-    as_lora = _LoraView(worker, expected)
-    return [v for card in cards for v in compare_card(as_lora, card, name)]
-
-
-@dataclass(frozen=True)
-class _LoraView:
-    """The worker, with the base card's role as the LoRA card's contract."""
-
-    worker: WorkerView
-    expected: ExpectedCard
-
-    @property
-    def role(self) -> str:
-        return self.worker.role
-
-    @property
-    def component(self) -> str:
-        return self.worker.component
-
-    @property
-    def pid(self) -> int:
-        return self.worker.pid
-
-    @property
-    def tcp_port(self) -> int | None:
-        return self.worker.tcp_port
-
-    @property
-    def registrants(self) -> int:
-        return self.worker.registrants
+    return [v for card in cards for v in compare_card(worker, card, name)]
 
 
 def write_adapter(base_model: Path, adapter_dir: Path) -> Path:

@@ -38,3 +38,14 @@ def test_readme_gpu_table_matches_the_catalogue():
     readme_rows = [line for line in README.read_text().splitlines() if line.startswith("| ")]
     for row in gpu_table().splitlines()[2:]:
         assert row in readme_rows, f"README's GPU runners table is missing or differs on:\n{row}"
+
+
+def test_a_topology_the_cpu_tier_cannot_run_is_skipped_there_with_its_reason():
+    import dataclasses
+
+    from harness.plugin import topology_param
+
+    gpu_only = dataclasses.replace(CATALOGUE[0], cpu_skip="needs a CUDA checkpoint")
+    skips = [m for m in topology_param(gpu_only).marks if m.name == "skip"]
+    assert [m.kwargs["reason"] for m in skips] == ["GPU-only: needs a CUDA checkpoint"]
+    assert not [m for m in topology_param(CATALOGUE[0]).marks if m.name == "skip"]
