@@ -20,6 +20,7 @@ from harness.violations import (
     BAD_RESPONSE,
     CARD_WITHOUT_INSTANCE,
     INCOMPATIBLE_WORKERS,
+    INTERFERENCE,
     INTERNAL_ADVERTISED,
     NON_LOOPBACK,
     REGISTERED_UNEXPECTEDLY,
@@ -72,7 +73,7 @@ class WorkerRecords:
     def registered(self) -> bool:
         return len(self.cards) >= self.wanted and self.serving
 
-    def keys(self) -> list[str]:
+    def all_keys(self) -> list[str]:
         return [i.key for i in self.instances] + [c.key for c in self.cards]
 
 
@@ -115,7 +116,7 @@ def must_not_register(records: WorkerRecords, worker: WorkerView) -> list[Violat
             REGISTERED_UNEXPECTEDLY,
             worker.role,
             f"worker '{worker.role}' (pid {worker.pid}) must not register, but it serves or "
-            f"registered: {', '.join(records.keys())}; the frontend may route to it",
+            f"registered: {', '.join(records.all_keys())}; the frontend may route to it",
         )
     ]
 
@@ -259,7 +260,8 @@ def incompatible_workers(frontend_log: str, model_name: str) -> list[Violation]:
 
 
 def bad_exchanges(exchanges: list[Exchange]) -> list[Violation]:
-    """Any 503 after readiness, and any 404/5xx for the (listed) model."""
+    """Any 503 after readiness, and any other 4xx or 5xx for the (listed) model: a declared
+    request answered 400 or 422 fails the verdict, not only the test's own assertion."""
     problems: list[Violation] = []
     after = [e for e in exchanges if e.after_ready]
     unavailable = [e for e in after if e.status == 503]
@@ -272,7 +274,7 @@ def bad_exchanges(exchanges: list[Exchange]) -> list[Violation]:
                 + "\n".join(f"    {e.describe()}" for e in unavailable),
             )
         )
-    errors = [e for e in after if e.status == 404 or (e.status >= 500 and e.status != 503)]
+    errors = [e for e in after if e.status >= 400 and e.status != 503]
     if errors:
         problems.append(
             Violation(
@@ -283,3 +285,46 @@ def bad_exchanges(exchanges: list[Exchange]) -> list[Violation]:
             )
         )
     return problems
+
+
+def interference(
+    state: DiscoveryState,
+    namespace: str,
+    ours: set[str],
+    known_strays: dict[int, WorkerView] | None = None,
+) -> list[Violation]:
+    """Instances in the namespace that no worker of the deployment serves (`ours`: their
+    keys), and the cards of those instances: another process serves or registers there (a
+    leftover prefill worker makes an aggregated model unservable; a second card for the
+    model can be rejected). One violation per process, named by role and pid when it is one
+    the harness started, else by its address."""
+    known_strays = known_strays or {}
+    instances = state.instances(namespace)
+    our_ids = {i.instance_id for i in instances if i.key in ours}
+    foreign: dict[str, list[str]] = {}
+    for instance in instances:
+        if instance.instance_id not in our_ids:
+            foreign.setdefault(_who(instance, known_strays), []).append(instance.key)
+    by_id = {i.instance_id: i for i in instances}
+    for card in state.cards(namespace):
+        if card.instance_id not in our_ids:
+            instance = by_id.get(card.instance_id)
+            who = _who(instance, known_strays) if instance else f"instance {card.instance_id:x}"
+            foreign.setdefault(who, []).append(card.key)
+    return [
+        Violation(
+            INTERFERENCE,
+            None,
+            f"{who} is in namespace {namespace} but is not one of the deployment's workers "
+            "(interference: it changes what the frontend serves for the model): "
+            + ", ".join(sorted(keys)),
+        )
+        for who, keys in foreign.items()
+    ]
+
+
+def _who(instance: Instance, known_strays: dict[int, WorkerView]) -> str:
+    stray = known_strays.get(instance.tcp_port) if instance.tcp_port is not None else None
+    if stray is not None:
+        return f"worker '{stray.role}' (pid {stray.pid})"
+    return f"a process at {instance.transport.split('/', 1)[0]}"

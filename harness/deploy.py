@@ -21,10 +21,10 @@ from pathlib import Path
 from harness import checks, ports
 from harness.contract import ExpectedCard
 from harness.deadline import Deadline
-from harness.frontend import Frontend
+from harness.frontend import Frontend, start_frontend
 from harness.http_client import RecordingClient
 from harness.infra import Endpoints
-from harness.listing import ListingWatch
+from harness.listing import ListingWatch, await_listing
 from harness.loopback import ProcessPorts
 from harness.observer import DiscoveryObserver, DiscoveryState
 from harness.processes import ManagedProcess, Spawner, stop_all
@@ -49,6 +49,10 @@ from harness.violations import (
 )
 
 NOT_READY_STATUSES = (404, 503)
+# Which frontend a deployment talks to: the session's, its own from the start, or its own
+# started only once every worker has registered (discovery of what is already there).
+SHARED, OWN, LATE = "shared", "own", "late"
+FRONTEND_MODES = (SHARED, OWN, LATE)
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -155,18 +159,29 @@ class Deployment:
         self,
         what: Topology | Scenario,
         session: Session,
+        *,
         faults: dict[str, str] | None = None,
         fault_delay_s: float = 0.0,
         strict: bool = False,
         sequential: bool | None = None,
         spawn: str | None = None,
+        order: tuple[str, ...] | None = None,
+        frontend: str = SHARED,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.scenario = what if isinstance(what, Scenario) else Scenario.packed(what)
         # Fresh processes when asked for (or no template exists), else the session's template.
         self._spawner = None if spawn == FRESH else session.spawner
         # The layout's start order: the GPU tier's default; a CPU-tier test can ask for it.
         self.sequential = session.settings.tier == "gpu" if sequential is None else sequential
+        # An explicit start order: every worker, one at a time, each registered (or left
+        # waiting for its peers) before the next starts.
+        self.order = tuple(order) if order is not None else None
         topology = self.topology = self.scenario.topology
+        if self.order is not None and sorted(self.order) != sorted(
+            w.role for w in topology.workers
+        ):
+            raise ValueError(f"order {self.order} must name every role of {topology.name} once")
         self.session = session
         self.faults = dict(faults or {})
         unknown = set(self.faults) - {w.role for w in topology.workers}
@@ -180,13 +195,22 @@ class Deployment:
         self.model_name = f"{topology.name}-{suffix}"
         self.workdir = session.workdir / "deployments" / self.namespace
         self.workers: list[Worker] = []
-        self.client = RecordingClient(session.frontend.base_url)
+        # The session's frontend, or one of its own: started with the deployment ("own") or
+        # once every worker has registered ("late"), on a port fixed now so a restart keeps it.
+        if frontend not in FRONTEND_MODES:
+            raise ValueError(f"frontend must be one of {FRONTEND_MODES}, not {frontend!r}")
+        self.frontend_mode = frontend
+        self.frontend: Frontend | None = session.frontend if frontend == SHARED else None
+        self._frontend_port = session.frontend.port if frontend == SHARED else ports.allocate_one()
+        base_url = f"http://127.0.0.1:{self._frontend_port}"
+        self._env = dict(env or {})  # on top of every worker's own
+        self.client = RecordingClient(base_url)
         self.replies: list[Reply] = []
-        self._frontend_log_offset = session.frontend.log_offset()
-        self._listing = ListingWatch(
-            session.frontend.base_url, self.model_name, self._roles_without_card_in_etcd
-        )
+        self._frontend_log_offset = session.frontend.log_offset() if frontend == SHARED else 0
+        self._listing = ListingWatch(base_url, self.model_name, self._roles_without_card_in_etcd)
         self._killed: set[str] = set()
+        self._retired: list[Worker] = []  # workers replaced by a restart
+        self.strays: list[Worker] = []  # started into the namespace, not of the topology
         self._deadline = Deadline(session.settings.register_deadline(self.scenario))
         self._not_started: list[Violation] = []
         self._gpus = (
@@ -198,6 +222,9 @@ class Deployment:
         names = sorted({n for w in topology.workers for n in placeholders(w.flags)})
         self._shared_ports = dict(zip(names, ports.allocate(len(names)), strict=True))
         self._milestones: dict[str, LogMilestones] = {}
+        # Set once a verdict was reached (readiness failed, or verify() ran): the deploy
+        # fixture verifies every deployment that has none, whatever the test body did.
+        self.verdict_given = False
         self._ticker: ProgressTicker | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -212,6 +239,8 @@ class Deployment:
                 label, self.session.progress, self.session.progress_heartbeat_s
             )
             self._ticker = ProgressTicker(progress, self._progress_sample).start()
+        if self.frontend_mode == OWN:
+            self.start_frontend()
         order = self._start_order()
         first = [w for w in self.topology.workers if w.role not in order]
         for spec in first:
@@ -220,7 +249,7 @@ class Deployment:
             self._listing.start()
         for position, role in enumerate(order):
             self.workers.append(self._launch(self.topology.worker(role)))
-            if position + 1 < len(order) and not self._await_serving(self.workers[-1]):
+            if position + 1 < len(order) and not self._await_turn(self.workers[-1]):
                 self._not_started = [
                     self._held_back(self.topology.worker(r), role) for r in order[position + 1 :]
                 ]
@@ -228,6 +257,8 @@ class Deployment:
         return self
 
     def _start_order(self) -> tuple[str, ...]:
+        if self.order is not None:
+            return self.order
         return self.scenario.placement.start_order if self.sequential else ()
 
     def _progress_sample(self) -> Sample:
@@ -273,7 +304,8 @@ class Deployment:
             ports=process_ports,
             etcd=self.session.endpoints.etcd,
             nats=self.session.endpoints.nats,
-            tmpdir=self.session.scratch / f"{self.namespace[-6:]}-{len(self.workers)}",
+            tmpdir=self.session.scratch
+            / f"{self.namespace[-6:]}-{len(self.workers) + len(self._retired)}",
             media_dir=self.workdir / "media",
             hf_home=self.session.hf_home,
             shared_ports=self._shared_ports,
@@ -292,28 +324,40 @@ class Deployment:
         proc = ManagedProcess(
             role=spec.role,
             argv=list(command.argv),
-            env=command.environment(),
-            log_path=self.workdir / "logs" / f"{spec.role}.log",
+            env={**command.environment(), **self._env},
+            log_path=self.workdir / "logs" / f"{spec.role}{self._restart_suffix(spec.role)}.log",
             cwd=ROOT,
             spawner=self._spawner,
         ).start()
         return Worker(spec, proc, process_ports, fault)
 
-    def _await_serving(self, worker: Worker) -> bool:
-        """True once the worker's generate instance is in etcd; False if it exited or the
-        start deadline passed (the registration wait then reports it)."""
+    def _restart_suffix(self, role: str) -> str:
+        restarts = sum(1 for w in self._retired if w.role == role)
+        return f"-{restarts + 1}" if restarts else ""
 
-        def serving(state: DiscoveryState) -> bool:
-            return self.records(state, worker).serving
+    def _await_turn(self, worker: Worker) -> bool:
+        """Whether the next worker may start. The layout's order: once this one serves
+        (instance in etcd), False if it exited or the start deadline passed (the registration
+        wait then reports it). An explicit order: once this one is registered, or after the
+        card grace if it waits for peers before it serves (an encoder waits for its PD
+        worker); False only if it exited."""
+        explicit = self.order is not None
+        grace = min(self.session.settings.card_grace, self._deadline.remaining)
+        deadline = Deadline(grace) if explicit else self._deadline
+
+        def turn_taken(state: DiscoveryState) -> bool:
+            records = self.records(state, worker)
+            return records.registered if explicit else records.serving
 
         def alive() -> None:
             if not worker.proc.alive():
                 raise _Exited(worker)
 
         try:
-            return bool(self.session.observer.wait_for(serving, self._deadline, guard=alive))
+            taken = self.session.observer.wait_for(turn_taken, deadline, guard=alive)
         except _Exited:
             return False
+        return bool(taken) or explicit
 
     def _held_back(self, spec: WorkerSpec, blocker: str) -> Violation:
         return Violation(
@@ -323,21 +367,83 @@ class Deployment:
             f"'{blocker}' to serve first, and it did not (see its violation)",
         )
 
+    def start_frontend(self) -> Frontend:
+        """This deployment's own frontend, on its fixed port (a second call restarts it)."""
+        if self.frontend_mode == SHARED:
+            raise ValueError("this deployment uses the session's frontend")
+        if self.frontend is not None:
+            self.frontend.proc.stop(grace=self.session.settings.stop_grace_s)
+        session = self.session
+        self.frontend = start_frontend(
+            session.endpoints,
+            self.workdir,
+            session.scratch,
+            session.settings.tier,
+            http_port=self._frontend_port,
+        )
+        return self.frontend
+
+    def restart_frontend(self) -> float | None:
+        """Restart this deployment's own frontend (same address) and wait until it lists the
+        model again: seconds from the restart, or None within the list deadline."""
+        started = time.monotonic()
+        self.start_frontend()
+        deadline = Deadline(self.session.settings.list_deadline)
+        listed = await_listing(self.client.base_url, self.model_name, True, deadline)
+        return None if listed is None else listed - started
+
     def stop(self) -> None:
         self._stop_progress("stopped before it was ready")
+        if self.frontend_mode != SHARED and self.frontend is not None:
+            self.frontend.proc.stop(grace=10)
         self._listing.stop()
-        stop_all([w.proc for w in self.workers], grace=self.session.settings.stop_grace_s)
-        ports.release([port for w in self.workers for port in w.ports.all()])
+        everyone = [*self.workers, *self._retired, *self.strays]
+        stop_all([w.proc for w in everyone], grace=self.session.settings.stop_grace_s)
+        ports.release([port for w in everyone for port in w.ports.all()])
         ports.release(list(self._shared_ports.values()))
+        if self.frontend_mode != SHARED:
+            ports.release([self._frontend_port])
         self.client.close()
 
-    def kill(self, role: str) -> None:
-        """SIGKILL one worker (self-tests): its keys stay until the lease expires."""
+    def kill(self, role: str, sig: signal.Signals = signal.SIGKILL) -> None:
+        """Signal one worker's process group (SIGKILL: its keys stay until the lease expires;
+        SIGTERM: Dynamo's graceful shutdown) and wait up to its stop grace for it to exit.
+        It is then expected to be gone: verify() does not report its exit."""
         worker = self.worker(role)
         self._killed.add(role)
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(worker.pid, signal.SIGKILL)
-        worker.proc.popen_wait(5)
+            os.killpg(worker.pid, sig)
+        worker.proc.popen_wait(self.session.settings.stop_grace_s)
+
+    def restart(self, role: str) -> Worker:
+        """Start the worker again, as a real restart would: a new process on new ports. The
+        old one must have been stopped (kill); both stay in the record for teardown."""
+        old = self.worker(role)
+        if old.proc.alive():
+            raise RuntimeError(f"'{role}' (pid {old.pid}) is still running: stop it first")
+        self._retired.append(old)
+        replacement = self._launch(old.spec)
+        self.workers[self.workers.index(old)] = replacement
+        self._killed.discard(role)
+        return replacement
+
+    def add_stray(self, spec: WorkerSpec) -> Worker:
+        """Start a worker that is not part of the topology in this namespace (interference:
+        a leftover prefill worker, a second worker with another card). It is no worker of the
+        deployment: its keys are what the interference check reports, naming it."""
+        stray = self._launch(spec)
+        self.strays.append(stray)
+        return stray
+
+    def await_registered(self, role: str, seconds: float) -> bool:
+        """Whether the worker (or stray) serves and has its card(s) within `seconds`."""
+        worker = next(w for w in (*self.workers, *self.strays) if w.role == role)
+        observer = self.session.observer
+        return bool(
+            observer.wait_for(
+                lambda state: self.records(state, worker).registered, Deadline(seconds)
+            )
+        )
 
     def worker(self, role: str) -> Worker:
         return next(w for w in self.workers if w.role == role)
@@ -378,10 +484,12 @@ class Deployment:
             violations = self._ready_violations()
         except BaseException as error:
             self._stop_progress(f"start interrupted: {type(error).__name__}")
+            self.verdict_given = True
             raise
         if violations:
             kinds = ", ".join(sorted({v.kind for v in violations}))
             self._stop_progress(f"not ready: {len(violations)} violation(s) ({kinds})")
+            self.verdict_given = True
             raise ContractFailure(self.topology.name, violations)
         self._stop_progress("ready")
         self.client.mark_ready()
@@ -389,6 +497,9 @@ class Deployment:
 
     def _ready_violations(self) -> list[Violation]:
         violations = self._await_registration() + self._not_started
+        self._await_absent_settled()
+        if self.frontend_mode == LATE and not violations:
+            self.start_frontend()  # workers first: it must discover what is already there
         state = self.session.observer.state()
         violations += self._card_checks(state)
         if not any(v.kind in (NEVER_REGISTERED, WORKER_EXITED) for v in violations):
@@ -450,6 +561,28 @@ class Deployment:
         )
         return [self._never_registered(w, state, waited) for w in missing]
 
+    def _await_absent_settled(self) -> None:
+        """Workers that must not register get the time to show it: until each has logged its
+        stay-out line, written keys anyway (a violation the card checks report), or exited;
+        at most the card grace."""
+        absent = [w for w in self.workers if w.expected is None]
+        if not absent:
+            return
+        logs = {
+            w.role: LogMilestones.matching(w.proc.log_path, w.spec.stays_out_log) for w in absent
+        }
+
+        def settled(state: DiscoveryState) -> bool:
+            return all(
+                self.records(state, w).instances
+                or not w.proc.alive()
+                or (logs[w.role] is not None and logs[w.role].poll())
+                for w in absent
+            )
+
+        grace = min(self.session.settings.card_grace, self._deadline.remaining)
+        self.session.observer.wait_for(settled, Deadline(grace))
+
     def _card_checks(self, state: DiscoveryState) -> list[Violation]:
         found: list[Violation] = []
         for worker in self.workers:
@@ -460,7 +593,15 @@ class Deployment:
                     found += checks.compare_card(worker, card, self.model_name)
         found += checks.cards_without_instances(state, self.namespace)
         found += checks.non_loopback_addresses(state, self.namespace)
+        found += self._interference(state)
         return found
+
+    def _interference(self, state: DiscoveryState) -> list[Violation]:
+        """Keys in this namespace that none of its workers wrote (named when the stray is a
+        process the harness started on purpose)."""
+        ours = {i.key for w in self.workers for i in self.records(state, w).instances}
+        named = {w.tcp_port: w for w in self.strays if w.tcp_port is not None}
+        return checks.interference(state, self.namespace, ours, named)
 
     def _roles_without_card_in_etcd(self) -> list[str]:
         state = self.discovery_now()
@@ -529,11 +670,13 @@ class Deployment:
                 + " when the model first appeared in /v1/models (the frontend's own view "
                 + f"then: {self._listing.ready_when_listed})"
             )
-        not_found = [p for p in probes if p.status == 404]
-        if not_found:
+        # Once listed, a model must serve: a 404 or a 503 then means it was listed early.
+        refused = [p for p in probes if p.status in NOT_READY_STATUSES]
+        if refused:
+            statuses = "/".join(sorted({str(p.status) for p in refused}))
             evidence.append(
-                f"{len(not_found)} request(s) for the listed model got 404 "
-                f"({not_found[0].body[:120]})"
+                f"{len(refused)} request(s) for the listed model got {statuses} "
+                f"({refused[0].body[:120]})"
             )
         if not evidence:
             return []
@@ -560,6 +703,7 @@ class Deployment:
 
     def verify(self) -> None:
         """Raise ContractFailure for anything wrong since readiness."""
+        self.verdict_given = True
         violations: list[Violation] = []
         for worker in self.workers:
             if not worker.proc.alive() and worker.role not in self._killed:
@@ -570,13 +714,13 @@ class Deployment:
             for r in self.replies
             if not r.ok and r.status == 200
         ]
-        violations += checks.incompatible_workers(
-            self.session.frontend.log_since(self._frontend_log_offset), self.model_name
-        )
+        frontend_log = self.frontend.log_since(self._frontend_log_offset) if self.frontend else ""
+        violations += checks.incompatible_workers(frontend_log, self.model_name)
         ns = self.namespace
         state = self.discovery_now()
         for worker in self.workers:
             violations += checks.must_not_register(self.records(state, worker), worker)
+        violations += self._interference(state)
         violations += checks.cards_without_instances(state, ns)
         violations += checks.non_loopback_addresses(state, ns)
         violations = self._without_known(violations)

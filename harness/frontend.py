@@ -24,6 +24,10 @@ class Frontend:
     proc: ManagedProcess
     base_url: str
 
+    @property
+    def port(self) -> int:
+        return int(self.base_url.rsplit(":", 1)[1])
+
     def log_since(self, offset: int) -> str:
         """Frontend log written after byte `offset` (one scenario's share of a shared log)."""
         with contextlib.suppress(FileNotFoundError), open(self.proc.log_path, "rb") as log:
@@ -45,10 +49,15 @@ def _live(base_url: str) -> bool:
 
 
 def start_frontend(
-    endpoints: Endpoints, workdir: Path, scratch: Path, tier: str = "cpu"
+    endpoints: Endpoints,
+    workdir: Path,
+    scratch: Path,
+    tier: str = "cpu",
+    http_port: int | None = None,
 ) -> Frontend:
-    """The frontend sees models the way the tier's workers do (same Hugging Face env)."""
-    http_port = ports.allocate_one()
+    """The frontend sees models the way the tier's workers do (same Hugging Face env).
+    `http_port`: a port already allocated (a restart keeps its address)."""
+    http_port = http_port or ports.allocate_one()
     base_url = f"http://{LOOPBACK}:{http_port}"
     tmpdir = scratch / "frontend"
     env = {

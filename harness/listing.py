@@ -66,3 +66,20 @@ class ListingWatch:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+
+def await_listing(base_url: str, model_name: str, listed: bool, deadline: Deadline) -> float | None:
+    """When (monotonic) the model's presence in GET /v1/models became `listed`; None if not
+    by the deadline. A bounded poll: the frontend has no event for its listings."""
+    with httpx.Client(base_url=base_url, timeout=2.0) as client:
+        while True:
+            try:
+                data = client.get("/v1/models").json().get("data", [])
+                present = any(m.get("id") == model_name for m in data)
+            except (httpx.HTTPError, ValueError):
+                present = False
+            if present == listed:
+                return time.monotonic()
+            if deadline.expired:
+                return None
+            threading.Event().wait(deadline.slice(0.05))

@@ -8,6 +8,7 @@ polling interval.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from harness.records import (
 
 T = TypeVar("T")
 WATCH_PREFIX = "v1/"
+RESYNC_DEADLINE_S = 120.0  # how long a broken watch may take to come back (etcd restarts)
 
 
 @dataclass(frozen=True)
@@ -77,39 +79,88 @@ class DiscoveryObserver:
         self._watch_id: int | None = None
         self._watch_error: Exception | None = None
         self._generation = 0
+        self._stopping = threading.Event()
+        self._resyncing = threading.Event()
+
+    def _resync_then_clear(self, broken: Exception) -> None:
+        try:
+            self._resync_until_back(broken)
+        finally:
+            self._resyncing.clear()
 
     def start(self) -> DiscoveryObserver:
+        self._sync()
+        return self
+
+    def _sync(self) -> None:
+        """Range-read everything at a revision, then watch from the next one. On a resync
+        (the watch broke: etcd restarted or was unreachable), what changed meanwhile becomes
+        events too, stamped when it was noticed."""
         response = self._client.get_prefix_response(WATCH_PREFIX)
+        now_wall, now_mono = time.time(), time.monotonic()
+        current = {kv.key.decode(): kv.value for kv in response.kvs}
         with self._changed:
-            for kv in response.kvs:
-                self._raw[kv.key.decode()] = kv.value
+            for key in sorted(set(self._raw) - set(current)):
+                self.events.append(KeyEvent(now_wall, now_mono, "delete", key))
+            for key, value in current.items():
+                if self._raw.get(key) != value:
+                    record = KeyEvent(now_wall, now_mono, "put", key)
+                    self.events.append(record)
+                    self._first_put.setdefault(key, record)
+            self._raw = current
+            self._watch_error = None
+            self._generation += 1
+            self._changed.notify_all()
         self._watch_id = self._client.add_watch_prefix_callback(
             WATCH_PREFIX, self._on_watch, start_revision=response.header.revision + 1
         )
-        return self
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._watch_id is not None:
-            self._client.cancel_watch(self._watch_id)
+            with contextlib.suppress(Exception):
+                self._client.cancel_watch(self._watch_id)
             self._watch_id = None
         self._client.close()
 
+    def _resync_until_back(self, broken: Exception) -> None:
+        """The watch broke: keep trying to read and watch again until etcd answers, for up to
+        RESYNC_DEADLINE_S; only then do waits fail with the watch's error."""
+        deadline = Deadline(RESYNC_DEADLINE_S)
+        while not self._stopping.is_set() and not deadline.expired:
+            try:
+                # A fresh client: etcd3 marks an endpoint that failed as unusable for good.
+                old, self._client = self._client, etcd_client(self.etcd_url)
+                with contextlib.suppress(Exception):
+                    old.close()
+                self._sync()
+                return
+            except Exception:  # etcd still down: grpc raises its own errors
+                self._stopping.wait(deadline.slice(0.2))
+        with self._changed:
+            self._watch_error = broken
+            self._changed.notify_all()
+
     def _on_watch(self, response: object) -> None:
         now_wall, now_mono = time.time(), time.monotonic()
+        if isinstance(response, Exception):
+            if not self._stopping.is_set() and not self._resyncing.is_set():
+                self._resyncing.set()
+                threading.Thread(
+                    target=self._resync_then_clear, args=(response,), daemon=True
+                ).start()
+            return
         with self._changed:
-            if isinstance(response, Exception):
-                self._watch_error = response
-            else:
-                for event in response.events:  # type: ignore[attr-defined]
-                    key = event.key.decode()
-                    is_delete = type(event).__name__ == "DeleteEvent"
-                    record = KeyEvent(now_wall, now_mono, "delete" if is_delete else "put", key)
-                    self.events.append(record)
-                    if is_delete:
-                        self._raw.pop(key, None)
-                    else:
-                        self._raw[key] = event.value
-                        self._first_put.setdefault(key, record)
+            for event in response.events:  # type: ignore[attr-defined]
+                key = event.key.decode()
+                is_delete = type(event).__name__ == "DeleteEvent"
+                record = KeyEvent(now_wall, now_mono, "delete" if is_delete else "put", key)
+                self.events.append(record)
+                if is_delete:
+                    self._raw.pop(key, None)
+                else:
+                    self._raw[key] = event.value
+                    self._first_put.setdefault(key, record)
             self._generation += 1
             self._changed.notify_all()
 

@@ -7,18 +7,23 @@ frontend and real dynamo.sglang workers.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from harness import catalogue, ports, usage
 from harness.deploy import Deployment, Session, Settings
 from harness.frontend import start_frontend
 from harness.infra import PROVIDERS, Endpoints, select_provider
+from harness.infra.local_process import LocalProcessProvider
 from harness.model_source import ModelSource, describe_models, model_source
 from harness.observer import DiscoveryObserver
 from harness.processes import install_cleanup_handlers
@@ -27,6 +32,7 @@ from harness.runtime.launch import template_env
 from harness.runtime.models import apply_overrides
 from harness.timeline import HEADER
 from harness.topology import Scenario, Topology
+from harness.violations import ContractFailure
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,6 +105,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "from a pre-imported template, fresh starts a new interpreter (the GPU tier's way)",
     )
     group.addoption(
+        "--port-range",
+        default=os.environ.get("HARNESS_PORT_RANGE"),
+        metavar="LOW-HIGH",
+        help="ports the harness may give processes (default 20000-32767)",
+    )
+    group.addoption(
         "--progress",
         default=os.environ.get("HARNESS_PROGRESS", "auto"),
         choices=["auto", "on", "off"],
@@ -122,6 +134,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 TIER_KEY = pytest.StashKey[tier.TierChoice]()
 SPAWN_KEY = pytest.StashKey[str]()
+FAULTS_KEY = pytest.StashKey[dict[str, str]]()
 GPU_SHARE_KEY = pytest.StashKey[tuple[str, ...]]()
 
 
@@ -132,6 +145,11 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         apply_overrides({}, config.getoption("model"))
         config.stash[SPAWN_KEY] = spawn.spawn_mode(config.getoption("spawn"), chosen_tier(config))
+        config.stash[FAULTS_KEY] = usage.injected_faults(
+            config.getoption("inject_fault"), catalogue.load()
+        )
+        if config.getoption("port_range"):
+            ports.use_range(config.getoption("port_range"))
     except ValueError as bad:
         raise pytest.UsageError(str(bad)) from None
     config.stash[GPU_SHARE_KEY] = gpus.share(gpus.visible_gpus(), *gpus.xdist_position())
@@ -227,6 +245,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before anything starts: the models of the GPU tier's selected topologies, and etcd /
+    NATS for any test that deploys, must be there; else one usage error says what to do."""
+    config = session.config
+    if config.option.collectonly:
+        return
+    running = [i for i in session.items if not i.get_closest_marker("skip")]
+    if not any("harness_session" in getattr(i, "fixturenames", ()) for i in running):
+        return
+    problem = usage.unavailable_infra(config.getoption("infra"))
+    if problem is None and chosen_tier(config) == tier.GPU:
+        topologies = {t.name: t for t in map(_topology_of, running) if t is not None}
+        problem = usage.missing_gpu_models(
+            topologies.values(), catalogue.load(), config.getoption("model")
+        )
+    if problem:
+        raise pytest.UsageError(problem)
+
+
+def _topology_of(item: pytest.Item) -> Topology | None:
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    what = params.get("scenario") or params.get("topology")
+    return what.topology if isinstance(what, Scenario) else what
 
 
 def _skip_what_cannot_run(item: pytest.Item, config: pytest.Config) -> None:
@@ -384,40 +427,94 @@ DeployFn = Callable[..., Deployment]
 
 @pytest.fixture
 def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator[DeployFn]:
-    """`deploy(topology_or_scenario, faults={role: fault}, fault_delay_s=0, strict=False,
-    sequential=None, spawn=None)`: start it and wait until it is ready (raises ContractFailure
-    otherwise). Everything started is stopped after. A topology alone deploys its packed
-    1-GPU layout; `sequential=True` applies the layout's start order on the CPU tier too;
-    `spawn="fresh"` starts its workers as fresh processes whatever the session's --spawn."""
+    """`deploy(topology_or_scenario, faults={role: fault}, **options)`: start it and wait until
+    it is ready (raises ContractFailure otherwise). Options are Deployment's: fault_delay_s,
+    strict, sequential (the layout's start order on the CPU tier too), spawn ("fresh": fresh
+    processes whatever --spawn), order (every worker one at a time in that order, each
+    registered or left waiting for its peers before the next), frontend ("own" / "late"),
+    env (for every worker). A topology alone deploys its packed layout. Every deployment gets
+    a verdict (verify() at teardown if the test did not reach it) and is stopped after."""
+    yield from _deployer(harness_session, request)
+
+
+def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[DeployFn]:
     started: list[Deployment] = []
-    injected = dict(pair.split("=", 1) for pair in request.config.getoption("inject_fault"))
+    injected = request.config.stash[FAULTS_KEY]
 
     def _deploy(
-        what: Topology | Scenario,
-        faults: dict[str, str] | None = None,
-        fault_delay_s: float = 0.0,
-        strict: bool = False,
-        sequential: bool | None = None,
-        spawn: str | None = None,
+        what: Topology | Scenario, faults: dict[str, str] | None = None, **options: Any
     ) -> Deployment:
         topology = what.topology if isinstance(what, Scenario) else what
         if faults is None:
             roles = {w.role for w in topology.workers}
             faults = {role: fault for role, fault in injected.items() if role in roles}
-        if faults and harness_session.settings.tier != "cpu":
+        if faults and session.settings.tier != "cpu":
             pytest.skip("fault injection needs the CPU tier")
-        deployment = Deployment(
-            what, harness_session, faults, fault_delay_s, strict, sequential, spawn
-        )
+        deployment = Deployment(what, session, faults=faults, **options)
         started.append(deployment)
         return deployment.start().await_ready()
 
+    failures: list[ContractFailure] = []
     try:
         yield _deploy
     finally:
         for deployment in started:
             _record_timeline(request, deployment)
-            harness_session.stops.submit(deployment.namespace, deployment.stop)
+            if not deployment.verdict_given:  # the test body never got to verify(), or raised
+                try:
+                    deployment.verify()
+                except ContractFailure as failure:
+                    failures.append(failure)
+            session.stops.submit(deployment.namespace, deployment.stop)
+    if failures:
+        raise failures[0]
+
+
+# -- an infra of its own (edge tests that restart or pause etcd and NATS) --------------------
+@dataclass
+class IsolatedInfra:
+    """etcd, NATS, frontend and observer for one test module, away from the session's: a
+    restart of etcd there cannot disturb any other test. Workers start fresh (the session's
+    template has the session's etcd address frozen in)."""
+
+    provider: LocalProcessProvider
+    endpoints: Endpoints
+    session: Session
+
+
+@pytest.fixture(scope="module")
+def isolated_infra(
+    harness_settings: Settings,
+    models: ModelSource,
+    tmp_path_factory: pytest.TempPathFactory,
+    harness_scratch: Path,
+) -> Iterator[IsolatedInfra]:
+    if harness_settings.tier != tier.CPU:
+        pytest.skip("infra disruptions run on the CPU tier (local etcd and nats-server)")
+    workdir = tmp_path_factory.mktemp("isolated")
+    provider = LocalProcessProvider()
+    endpoints = provider.start(workdir / "infra")
+    observer = DiscoveryObserver(endpoints.etcd).start()
+    frontend = start_frontend(endpoints, workdir, harness_scratch, harness_settings.tier)
+    settings = dataclasses.replace(harness_settings, spawn=spawn.FRESH)
+    session = Session(
+        endpoints, frontend, observer, models.path_for, workdir, settings, harness_scratch
+    )
+    try:
+        yield IsolatedInfra(provider, endpoints, session)
+    finally:
+        session.stops.drain()
+        frontend.proc.stop(grace=10)
+        observer.stop()
+        provider.stop()
+
+
+@pytest.fixture
+def isolated_deploy(
+    isolated_infra: IsolatedInfra, request: pytest.FixtureRequest
+) -> Iterator[DeployFn]:
+    """`deploy`, against the module's isolated infra."""
+    yield from _deployer(isolated_infra.session, request)
 
 
 def _record_timeline(request: pytest.FixtureRequest, deployment: Deployment) -> None:

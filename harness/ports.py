@@ -17,6 +17,7 @@ from pathlib import Path
 from filelock import FileLock
 
 LOW, HIGH = 20000, 32767
+MIN_FREE = 64  # a session needs a few dozen ports (infra, frontend, 4 per worker)
 _REGISTRY_DIR = Path(os.environ.get("HARNESS_PORT_REGISTRY", tempfile.gettempdir()))
 _REGISTRY = _REGISTRY_DIR / "dynamo-harness-ports.json"
 _LOCK = FileLock(str(_REGISTRY) + ".lock")
@@ -57,7 +58,7 @@ def allocate(count: int = 1, owner_pid: int | None = None) -> list[int]:
     with _LOCK:
         taken = _load()
         chosen: list[int] = []
-        candidates = list(range(LOW, HIGH + 1))
+        candidates = list(range(LOW, HIGH + 1))  # module globals: see use_range()
         random.shuffle(candidates)
         for port in candidates:
             if str(port) in taken or not _bindable(port):
@@ -82,3 +83,28 @@ def release(ports: list[int]) -> None:
         for port in ports:
             taken.pop(str(port), None)
         _REGISTRY.write_text(json.dumps(taken))
+
+
+class PortRangeError(ValueError):
+    """A --port-range that cannot serve a session."""
+
+
+def use_range(text: str) -> tuple[int, int]:
+    """Take ports from LOW-HIGH (the --port-range option); a malformed range, one outside
+    1024-32767 (the ephemeral range above could hand a chosen port to a client socket), or
+    one with fewer than MIN_FREE bindable ports is a PortRangeError naming why."""
+    global LOW, HIGH
+    low_text, sep, high_text = text.partition("-")
+    if not sep or not low_text.isdigit() or not high_text.isdigit():
+        raise PortRangeError(f"--port-range takes LOW-HIGH, not {text!r}")
+    low, high = int(low_text), int(high_text)
+    if not 1024 <= low < high <= 32767:
+        raise PortRangeError(f"--port-range {text}: needs 1024 <= LOW < HIGH <= 32767")
+    free = sum(1 for port in range(low, high + 1) if _bindable(port))
+    if free < MIN_FREE:
+        raise PortRangeError(
+            f"--port-range {text}: only {free} of {high - low + 1} ports are free (the rest are "
+            f"taken by other processes); a session needs at least {MIN_FREE}"
+        )
+    LOW, HIGH = low, high
+    return low, high

@@ -50,8 +50,16 @@ class LogMilestones:
 
     path: Path
     latest: str | None = None
+    milestones: tuple[tuple[re.Pattern[str], str], ...] = MILESTONES
     _offset: int = 0
     _partial: str = ""
+
+    @classmethod
+    def matching(cls, path: Path, pattern: str | None) -> LogMilestones | None:
+        """One milestone: `pattern` (None: nothing to look for)."""
+        if pattern is None:
+            return None
+        return cls(path, milestones=((re.compile(pattern), pattern),))
 
     def poll(self) -> str | None:
         try:
@@ -64,7 +72,7 @@ class LogMilestones:
         lines = (self._partial + chunk.decode(errors="replace")).split("\n")
         self._partial = lines.pop()
         for line in lines:
-            for pattern, label in MILESTONES:
+            for pattern, label in self.milestones:
                 if pattern.search(line):
                     self.latest = label
         return self.latest

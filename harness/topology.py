@@ -44,6 +44,10 @@ class WorkerSpec:
     # environment, so a pinned port would be shared); its keys are then told apart by
     # component instead of by port.
     pin_request_plane: bool = True
+    # For a worker that must not register: a log line (regex) that shows it took its path
+    # that registers nothing. Readiness waits for it (or, without one, the card grace), so a
+    # late wrong registration is not missed.
+    stays_out_log: str | None = None
 
     @property
     def registers(self) -> bool:
@@ -81,7 +85,9 @@ class Placement:
         return self.start_timeout_s + 180
 
     def of(self, role: str) -> WorkerPlacement:
-        return next(w for w in self.workers if w.role == role)
+        """The role's placement; a process outside the topology (a stray an edge test starts)
+        gets no caps, on the layout's first GPU."""
+        return next((w for w in self.workers if w.role == role), WorkerPlacement(role, 0))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ BAD_RESPONSE = "error-for-listed-model"
 BAD_CONTENT = "bad-response-content"
 NON_LOOPBACK = "non-loopback-address"
 REGISTERED_UNEXPECTEDLY = "registered-but-must-not"
+INTERFERENCE = "interference"
 
 ALL_KINDS = (
     WORKER_EXITED,
@@ -32,6 +33,7 @@ ALL_KINDS = (
     BAD_CONTENT,
     NON_LOOPBACK,
     REGISTERED_UNEXPECTEDLY,
+    INTERFERENCE,
 )
 
 

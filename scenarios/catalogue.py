@@ -482,6 +482,7 @@ MULTINODE = Topology(
             "--node-rank",
             "1",
             path="init_decode/non_leader",
+            stays_out_log=r"Non-leader node detected",
         ),
     ),
     requests=_TEXT_REQUESTS,

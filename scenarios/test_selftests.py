@@ -93,7 +93,7 @@ def test_a_worker_that_must_not_register_but_does_is_caught(topology, role, depl
     failure = _deploy_and_verify(deploy, topology, faults={role: "register-anyway"})
     message = _only_message(failure, REGISTERED_UNEXPECTEDLY, role)
     assert f"worker '{role}' (pid " in message and "must not register" in message
-    assert "v1/mdc/" in message and "/generate/" in message  # the keys it wrote, named
+    assert "must not register, but it serves or registered: v1/" in message  # keys named
 
 
 @pytest.mark.pre_merge
@@ -241,3 +241,16 @@ def test_a_lora_card_left_after_unload_is_caught(deploy):
     message = _only_message(failure.value, REGISTERED_UNEXPECTEDLY, "decode")
     assert "still has a card for LoRA 'harness-lora' after unload_lora" in message
     assert not failure.value.find(REGISTERED_UNEXPECTEDLY, "prefill")
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+@pytest.mark.multimodal
+def test_a_declared_request_answered_400_fails_the_verdict(deploy):
+    """A text chat to the encode worker's model answers 400 ("multi_modal_data is
+    required"): declared as a request of the topology, it fails the verdict itself."""
+    text_too = dataclasses.replace(
+        MM_ENCODE_PD, name="mm-encode-pd-text", requests=(*MM_ENCODE_PD.requests, "chat")
+    )
+    failure = _deploy_and_verify(deploy, text_too)
+    assert "-> 400" in _only_message(failure, BAD_RESPONSE)

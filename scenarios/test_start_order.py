@@ -1,6 +1,8 @@
-"""The GPU tier's start order, run on the CPU tier: co-located workers start one at a time,
-each serving before the next, and the topology still registers and serves. This is the only
-place the sequential start is exercised without a GPU."""
+"""Start orders. The GPU tier's layout order, run on the CPU tier (co-located workers one at
+a time, each serving before the next): the only place that path runs without a GPU. And every
+permutation of the multi-worker topologies, workers started one after another, each
+registered (or left waiting for its peers) before the next: the model is never listed before
+its topology can serve, and no request gets a 404 or 503 once it is listed."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import itertools
 import pytest
 
 from harness.plugin import topology_param
-from scenarios.catalogue import MM_ENCODE_P_D, MM_ENCODE_PD
+from scenarios.catalogue import DISAGGREGATED, MM_ENCODE_P_D, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge, pytest.mark.gpu_0]
 
@@ -21,6 +23,32 @@ def test_layout_start_order_registers_and_serves(topology, deploy):
     rows = {row.role: row for row in deployment.timeline()}
     for earlier, later in itertools.pairwise(order):
         assert rows[later].started >= rows[earlier].instance_at, (earlier, later, rows)
+    replies = [deployment.send(kind) for kind in topology.requests]
+    assert all(reply.ok for reply in replies), "\n".join(r.describe() for r in replies)
+    deployment.verify()
+
+
+def _orders() -> list[object]:
+    """Both orders of P/D and E+PD on every change; the six of E+P+D nightly."""
+    cases = []
+    for topology, extra in ((DISAGGREGATED, ()), (MM_ENCODE_PD, ()), (MM_ENCODE_P_D, ("nightly",))):
+        roles = [w.role for w in topology.workers]
+        for order in itertools.permutations(roles):
+            marks = [getattr(pytest.mark, m) for m in extra]
+            param = topology_param(topology, *marks)
+            cases.append(
+                pytest.param(
+                    topology, order, id=f"{topology.name}:{'>'.join(order)}", marks=param.marks
+                )
+            )
+    return cases
+
+
+@pytest.mark.parametrize(("topology", "order"), _orders())
+def test_every_start_order_lists_only_a_servable_model(topology, order, deploy):
+    deployment = deploy(topology, order=order)
+    started = [row.role for row in sorted(deployment.timeline(), key=lambda row: row.started)]
+    assert started == list(order)
     replies = [deployment.send(kind) for kind in topology.requests]
     assert all(reply.ok for reply in replies), "\n".join(r.describe() for r in replies)
     deployment.verify()

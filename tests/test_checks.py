@@ -128,6 +128,13 @@ def test_404_and_5xx_for_a_listed_model():
     assert [v.kind for v in found] == [BAD_RESPONSE] and "-> 404" in found[0].message
 
 
+def test_a_400_or_422_after_readiness_fails_the_verdict():
+    found = checks.bad_exchanges([_exchange(400, True), _exchange(422, True)])
+    assert [v.kind for v in found] == [BAD_RESPONSE]
+    assert "-> 400" in found[0].message and "-> 422" in found[0].message
+    assert checks.bad_exchanges([_exchange(400, False)]) == []  # a probe before readiness
+
+
 def test_servable_follows_the_declared_needs():
     encoder = ExpectedCard(
         CHAT_COMPLETIONS, "Tokens", "encode", (("prefill", "decode"), ("aggregated",))

@@ -71,3 +71,30 @@ def test_direct_read_sees_what_the_watch_may_not_have_yet(observer):
     key, value = card_entry("backend", 11)
     observer.client.put(key, value)
     assert key in observer.read_now([f"v1/mdc/{NS}/"]).raw
+
+
+def test_the_observer_follows_etcd_through_a_restart(tmp_path):
+    """The watch breaks when etcd restarts; the observer reads and watches again, and what
+    changed meanwhile arrives as events."""
+    from harness.infra.local_process import LocalProcessProvider
+
+    provider = LocalProcessProvider()
+    endpoints = provider.start(tmp_path)
+    obs = DiscoveryObserver(endpoints.etcd).start()
+    try:
+        obs.client.put(*instance_entry("before", 1, 25012))
+        key_before = instance_entry("before", 1, 25012)[0]
+        assert obs.wait_for(lambda s: key_before in s.raw, Deadline(5))
+        provider.restart("etcd", endpoints)
+        writer = DiscoveryObserver(endpoints.etcd)
+        writer.client.put(*instance_entry("after", 2, 25013))
+        writer.client.delete(key_before)
+        key_after = instance_entry("after", 2, 25013)[0]
+        assert obs.wait_for(
+            lambda s: key_after in s.raw and key_before not in s.raw, Deadline(30)
+        ), obs.state().keys()
+        assert any(e.kind == "delete" and e.key == key_before for e in obs.events)
+        writer.stop()
+    finally:
+        obs.stop()
+        provider.stop()

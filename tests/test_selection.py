@@ -100,6 +100,8 @@ def test_gpu_tier_missing_model_is_one_clear_error(tmp_path):
         "-q",
         "--tier",
         "gpu",
+        "--infra",
+        "process",
         "scenarios/test_topologies.py::test_registers_and_serves[aggregated-1gpu]",
         env={
             "CUDA_VISIBLE_DEVICES": "0",
@@ -107,10 +109,10 @@ def test_gpu_tier_missing_model_is_one_clear_error(tmp_path):
             "HF_HUB_OFFLINE": "1",
         },
     )
-    out = result.stdout
-    assert result.returncode == 1, out + result.stderr
-    assert "topology 'aggregated', key 'text'" in out, out
-    assert "python -m harness models fetch aggregated" in out, out
+    assert result.returncode == 4, result.stdout + result.stderr  # a usage error
+    assert "topology 'aggregated', key 'text'" in result.stderr, result.stderr
+    assert "python -m harness models fetch aggregated" in result.stderr
+    assert "passed" not in result.stdout and "failed" not in result.stdout
 
 
 def test_a_model_override_for_an_unknown_key_is_a_usage_error():

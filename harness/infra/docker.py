@@ -21,14 +21,17 @@ READY_TIMEOUT_S = 60
 
 
 def _docker_reachable() -> str | None:
+    client = None
     try:
         import docker
 
         client = docker.from_env(timeout=3)
         client.ping()
-        client.close()
     except Exception as exc:
         return f"no Docker-API engine reachable ({type(exc).__name__}: {exc})"
+    finally:
+        if client is not None:
+            client.close()
     return None
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import shutil
+import signal
 from pathlib import Path
 
 from harness import ports
@@ -94,3 +96,31 @@ class LocalProcessProvider:
     def stop(self) -> None:
         stop_all(self._procs, grace=5.0)
         self._procs.clear()
+
+    # -- disruptions (edge tests): only this provider owns its processes -------------------
+    def _service(self, name: str) -> ManagedProcess:
+        found = [p for p in self._procs if p.role == name]
+        if not found:
+            raise ValueError(f"no {name} here; services: {[p.role for p in self._procs]}")
+        return found[-1]
+
+    def restart(self, name: str, endpoints: Endpoints) -> None:
+        """Stop etcd or nats-server (SIGTERM) and start it again on the same port and data
+        directory; return once it serves again."""
+        old = self._service(name)
+        old.stop(grace=5.0)
+        self._procs.remove(old)
+        again = ManagedProcess(old.role, list(old.argv), dict(old.env), old.log_path).start()
+        self._procs.append(again)
+        deadline = Deadline(START_DEADLINE_S)
+        if name == "etcd":
+            again.wait_until(lambda: etcd_healthy(endpoints.etcd), "etcd /health", deadline)
+        else:
+            again.wait_until(lambda: nats_connects(endpoints.nats), "NATS connect", deadline)
+
+    def pause(self, name: str) -> None:
+        """SIGSTOP: the process stays, answers nothing (a network partition, a GC pause)."""
+        os.killpg(self._service(name).pid, signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        os.killpg(self._service(name).pid, signal.SIGCONT)
