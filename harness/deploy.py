@@ -21,6 +21,7 @@ from pathlib import Path
 from harness import checks, ports
 from harness.contract import ExpectedCard
 from harness.deadline import Deadline
+from harness.discovery_sources import FileSource
 from harness.frontend import Frontend, start_frontend
 from harness.http_client import RecordingClient
 from harness.infra import Endpoints
@@ -53,6 +54,34 @@ NOT_READY_STATUSES = (404, 503)
 # started only once every worker has registered (discovery of what is already there).
 SHARED, OWN, LATE = "shared", "own", "late"
 FRONTEND_MODES = (SHARED, OWN, LATE)
+ETCD, FILE, TCP, NATS, ZMQ = "etcd", "file", "tcp", "nats", "zmq"
+
+
+@dataclass(frozen=True)
+class Planes:
+    """Where discovery lives and how requests and events travel (the session's: etcd, TCP,
+    NATS). Anything else is set for the deployment's workers and its own frontend."""
+
+    discovery: str = ETCD  # or "file": Dynamo's file store, in the deployment's folder
+    request: str = TCP  # or "nats"
+    event: str = NATS  # or "zmq"
+
+    def env(self, file_store: Path) -> dict[str, str]:
+        env: dict[str, str] = {}
+        if self.discovery == FILE:
+            env |= {"DYN_DISCOVERY_BACKEND": "file", "DYN_FILE_KV": str(file_store)}
+        elif self.discovery != ETCD:
+            raise ValueError(f"discovery must be etcd or file, not {self.discovery!r}")
+        if self.request != TCP:
+            env["DYN_REQUEST_PLANE"] = self.request
+        if self.event != NATS:
+            env["DYN_EVENT_PLANE"] = self.event
+        return env
+
+    def describe(self) -> str:
+        return f"discovery {self.discovery}, request plane {self.request}, events {self.event}"
+
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -124,6 +153,9 @@ class Worker:
     proc: ManagedProcess
     ports: ProcessPorts
     fault: str | None
+    # Its keys carry the TCP port the harness gave it (TCP request plane, port pinned); else
+    # they are told apart by component.
+    pinned: bool = True
 
     @property
     def role(self) -> str:
@@ -151,7 +183,7 @@ class Worker:
 
     @property
     def tcp_port(self) -> int | None:
-        return self.ports.tcp_rpc if self.spec.pin_request_plane else None
+        return self.ports.tcp_rpc if self.pinned else None
 
 
 class Deployment:
@@ -168,6 +200,7 @@ class Deployment:
         order: tuple[str, ...] | None = None,
         frontend: str = SHARED,
         env: dict[str, str] | None = None,
+        planes: Planes | None = None,
     ) -> None:
         self.scenario = what if isinstance(what, Scenario) else Scenario.packed(what)
         # Fresh processes when asked for (or no template exists), else the session's template.
@@ -193,8 +226,19 @@ class Deployment:
         suffix = uuid.uuid4().hex[:6]
         self.namespace = f"h-{topology.name}-{suffix}"
         self.model_name = f"{topology.name}-{suffix}"
-        self.workdir = session.workdir / "deployments" / self.namespace
         self.workers: list[Worker] = []
+        # Discovery backend and request / event planes: the session's (etcd, TCP, NATS), or
+        # others for this deployment alone, with a frontend and an observer of its own.
+        self.planes = planes or Planes()
+        self.workdir = session.workdir / "deployments" / self.namespace
+        plane_env = self.planes.env(self.workdir / "discovery")
+        if plane_env and frontend == SHARED:
+            frontend = OWN
+        self.observer = (
+            DiscoveryObserver(FileSource(self.workdir / "discovery"))
+            if self.planes.discovery == FILE
+            else session.observer
+        )
         # The session's frontend, or one of its own: started with the deployment ("own") or
         # once every worker has registered ("late"), on a port fixed now so a restart keeps it.
         if frontend not in FRONTEND_MODES:
@@ -203,7 +247,7 @@ class Deployment:
         self.frontend: Frontend | None = session.frontend if frontend == SHARED else None
         self._frontend_port = session.frontend.port if frontend == SHARED else ports.allocate_one()
         base_url = f"http://127.0.0.1:{self._frontend_port}"
-        self._env = dict(env or {})  # on top of every worker's own
+        self._env = {**plane_env, **(env or {})}  # on top of every worker's own (and frontend's)
         self.client = RecordingClient(base_url)
         self.replies: list[Reply] = []
         self._frontend_log_offset = session.frontend.log_offset() if frontend == SHARED else 0
@@ -239,6 +283,8 @@ class Deployment:
                 label, self.session.progress, self.session.progress_heartbeat_s
             )
             self._ticker = ProgressTicker(progress, self._progress_sample).start()
+        if self.observer is not self.session.observer:
+            self.observer.start()
         if self.frontend_mode == OWN:
             self.start_frontend()
         order = self._start_order()
@@ -263,7 +309,7 @@ class Deployment:
 
     def _progress_sample(self) -> Sample:
         """Where each worker's start is now (for the live progress lines)."""
-        state = self.session.observer.state()
+        state = self.observer.state()
         launched = {w.role: w for w in list(self.workers)}
         order = self._start_order()
         samples = []
@@ -329,7 +375,8 @@ class Deployment:
             cwd=ROOT,
             spawner=self._spawner,
         ).start()
-        return Worker(spec, proc, process_ports, fault)
+        pinned = spec.pin_request_plane and self.planes.request == TCP
+        return Worker(spec, proc, process_ports, fault, pinned)
 
     def _restart_suffix(self, role: str) -> str:
         restarts = sum(1 for w in self._retired if w.role == role)
@@ -354,7 +401,7 @@ class Deployment:
                 raise _Exited(worker)
 
         try:
-            taken = self.session.observer.wait_for(turn_taken, deadline, guard=alive)
+            taken = self.observer.wait_for(turn_taken, deadline, guard=alive)
         except _Exited:
             return False
         return bool(taken) or explicit
@@ -380,6 +427,7 @@ class Deployment:
             session.scratch,
             session.settings.tier,
             http_port=self._frontend_port,
+            env=self._env,
         )
         return self.frontend
 
@@ -397,6 +445,8 @@ class Deployment:
         if self.frontend_mode != SHARED and self.frontend is not None:
             self.frontend.proc.stop(grace=10)
         self._listing.stop()
+        if self.observer is not self.session.observer:
+            self.observer.stop()
         everyone = [*self.workers, *self._retired, *self.strays]
         stop_all([w.proc for w in everyone], grace=self.session.settings.stop_grace_s)
         ports.release([port for w in everyone for port in w.ports.all()])
@@ -438,7 +488,7 @@ class Deployment:
     def await_registered(self, role: str, seconds: float) -> bool:
         """Whether the worker (or stray) serves and has its card(s) within `seconds`."""
         worker = next(w for w in (*self.workers, *self.strays) if w.role == role)
-        observer = self.session.observer
+        observer = self.observer
         return bool(
             observer.wait_for(
                 lambda state: self.records(state, worker).registered, Deadline(seconds)
@@ -456,7 +506,7 @@ class Deployment:
     def discovery_now(self) -> DiscoveryState:
         """This namespace's instances and cards, read from etcd directly (no watch lag)."""
         ns = self.namespace
-        return self.session.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
+        return self.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
 
     def listed_models(self) -> set[str]:
         """The model ids GET /v1/models lists now."""
@@ -470,7 +520,7 @@ class Deployment:
         return set().union(*checks.advertised_addresses(state, ns).values())
 
     def card(self, role: str) -> ModelCard | None:
-        state = self.session.observer.state()
+        state = self.observer.state()
         return self.records(state, self.worker(role)).card
 
     # -- readiness -------------------------------------------------------------------------
@@ -500,7 +550,7 @@ class Deployment:
         self._await_absent_settled()
         if self.frontend_mode == LATE and not violations:
             self.start_frontend()  # workers first: it must discover what is already there
-        state = self.session.observer.state()
+        state = self.observer.state()
         violations += self._card_checks(state)
         if not any(v.kind in (NEVER_REGISTERED, WORKER_EXITED) for v in violations):
             violations += self._await_listing()
@@ -517,7 +567,7 @@ class Deployment:
     def _await_registration(self) -> list[Violation]:
         settings = self.session.settings
         deadline = self._deadline
-        observer = self.session.observer
+        observer = self.observer
         serving_since: dict[str, float] = {}
 
         def dead_worker() -> None:
@@ -581,7 +631,7 @@ class Deployment:
             )
 
         grace = min(self.session.settings.card_grace, self._deadline.remaining)
-        self.session.observer.wait_for(settled, Deadline(grace))
+        self.observer.wait_for(settled, Deadline(grace))
 
     def _card_checks(self, state: DiscoveryState) -> list[Violation]:
         found: list[Violation] = []
@@ -750,7 +800,7 @@ class Deployment:
 
     # -- diagnosis -------------------------------------------------------------------------
     def _keys_summary(self) -> str:
-        state = self.session.observer.state()
+        state = self.observer.state()
         keys = [k for k in state.keys(self.namespace) if "/instances/" in k or "/mdc/" in k]
         return (
             "etcd keys in namespace "
@@ -788,7 +838,7 @@ class Deployment:
 
     # -- timeline --------------------------------------------------------------------------
     def timeline(self) -> list[WorkerTimeline]:
-        observer = self.session.observer
+        observer = self.observer
         state = observer.state()
         first_ok = next(
             (e.wall_time for e in self.client.exchanges if e.status == 200 and e.after_ready),

@@ -71,7 +71,7 @@ def depart(deployment: Deployment, role: str, sig: signal.Signals, within_s: flo
     records = deployment.records(deployment.discovery_now(), worker)
     keys = records.all_keys()
     generate = [i.key for i in records.generates]
-    observer = deployment.session.observer
+    observer = deployment.observer
     started = time.monotonic()
     with _Prober(deployment) as prober:
         deployment.kill(role, sig)

@@ -54,9 +54,11 @@ def start_frontend(
     scratch: Path,
     tier: str = "cpu",
     http_port: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> Frontend:
     """The frontend sees models the way the tier's workers do (same Hugging Face env).
-    `http_port`: a port already allocated (a restart keeps its address)."""
+    `http_port`: a port already allocated (a restart keeps its address); `env`: what a
+    deployment sets for its workers and its own frontend (discovery backend, planes)."""
     http_port = http_port or ports.allocate_one()
     base_url = f"http://{LOOPBACK}:{http_port}"
     tmpdir = scratch / "frontend"
@@ -64,6 +66,7 @@ def start_frontend(
         **inherited_env(),
         **loopback_env(endpoints.etcd, endpoints.nats, ProcessPorts.allocate(), tmpdir),
         **hugging_face_env(tier, scratch / "hf"),
+        **(env or {}),
     }
     proc = ManagedProcess(
         role="frontend",

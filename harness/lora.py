@@ -134,9 +134,7 @@ class LoraControl:
         def settled(state: DiscoveryState) -> bool:
             return all(bool(mine(state, w)) == loaded for w in self._workers())
 
-        deployment.session.observer.wait_for(
-            settled, Deadline(deployment.session.settings.list_deadline)
-        )
+        deployment.observer.wait_for(settled, Deadline(deployment.session.settings.list_deadline))
         state = deployment.discovery_now()
         violations = [
             v for w in self._workers() for v in lora_violations(w, mine(state, w), name, loaded)

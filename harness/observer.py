@@ -1,24 +1,23 @@
-"""A live view of Dynamo's discovery state, fed by an etcd watch.
+"""A live view of Dynamo's discovery state, fed by a watch of its source (etcd, or the file
+store: harness.discovery_sources).
 
-One range read fixes a revision, then a watch from the next revision delivers every change
-in order, so the view never misses or reorders a write. Waiters block on a condition that
-each watch event notifies: a wait returns within milliseconds of the key write, never on a
-polling interval.
+A snapshot fixes where the watch resumes (for etcd, a revision), so the view never misses
+or reorders a write. Waiters block on a condition that each change notifies: a wait returns
+within milliseconds of the key write, never on a polling interval.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
-from urllib.parse import urlparse
 
 import etcd3
 
 from harness.deadline import Deadline
+from harness.discovery_sources import Change, DiscoverySource, EtcdSource
 from harness.records import (
     CARDS_PREFIX,
     INSTANCES_PREFIX,
@@ -29,7 +28,6 @@ from harness.records import (
 )
 
 T = TypeVar("T")
-WATCH_PREFIX = "v1/"
 RESYNC_DEADLINE_S = 120.0  # how long a broken watch may take to come back (etcd restarts)
 
 
@@ -63,42 +61,31 @@ class DiscoveryState:
         return sorted(k for k in self.raw if f"/{namespace}/" in k)
 
 
-def etcd_client(etcd_url: str) -> etcd3.Etcd3Client:
-    parsed = urlparse(etcd_url if "://" in etcd_url else f"http://{etcd_url}")
-    return etcd3.client(host=parsed.hostname or "127.0.0.1", port=parsed.port or 2379)
-
-
 class DiscoveryObserver:
-    def __init__(self, etcd_url: str) -> None:
-        self.etcd_url = etcd_url
-        self._client = etcd_client(etcd_url)
+    """The discovery state of a source (an etcd URL, or a DiscoverySource such as the file
+    store), its events, and waits woken by every change."""
+
+    def __init__(self, source: DiscoverySource | str) -> None:
+        self.source: DiscoverySource = EtcdSource(source) if isinstance(source, str) else source
         self._raw: dict[str, bytes] = {}
         self._first_put: dict[str, KeyEvent] = {}
         self.events: list[KeyEvent] = []
         self._changed = threading.Condition()
-        self._watch_id: int | None = None
         self._watch_error: Exception | None = None
         self._generation = 0
         self._stopping = threading.Event()
         self._resyncing = threading.Event()
-
-    def _resync_then_clear(self, broken: Exception) -> None:
-        try:
-            self._resync_until_back(broken)
-        finally:
-            self._resyncing.clear()
 
     def start(self) -> DiscoveryObserver:
         self._sync()
         return self
 
     def _sync(self) -> None:
-        """Range-read everything at a revision, then watch from the next one. On a resync
-        (the watch broke: etcd restarted or was unreachable), what changed meanwhile becomes
-        events too, stamped when it was noticed."""
-        response = self._client.get_prefix_response(WATCH_PREFIX)
+        """Everything now, then every change after. On a resync (the watch broke: etcd
+        restarted or was unreachable), what changed meanwhile becomes events too, stamped when
+        it was noticed."""
+        current, cursor = self.source.snapshot()
         now_wall, now_mono = time.time(), time.monotonic()
-        current = {kv.key.decode(): kv.value for kv in response.kvs}
         with self._changed:
             for key in sorted(set(self._raw) - set(current)):
                 self.events.append(KeyEvent(now_wall, now_mono, "delete", key))
@@ -111,55 +98,50 @@ class DiscoveryObserver:
             self._watch_error = None
             self._generation += 1
             self._changed.notify_all()
-        self._watch_id = self._client.add_watch_prefix_callback(
-            WATCH_PREFIX, self._on_watch, start_revision=response.header.revision + 1
-        )
+        self.source.watch(cursor, self._on_changes, self._on_error)
 
     def stop(self) -> None:
         self._stopping.set()
-        if self._watch_id is not None:
-            with contextlib.suppress(Exception):
-                self._client.cancel_watch(self._watch_id)
-            self._watch_id = None
-        self._client.close()
+        self.source.close()
 
-    def _resync_until_back(self, broken: Exception) -> None:
-        """The watch broke: keep trying to read and watch again until etcd answers, for up to
+    def _on_error(self, broken: Exception) -> None:
+        if not self._stopping.is_set() and not self._resyncing.is_set():
+            self._resyncing.set()
+            threading.Thread(target=self._resync, args=(broken,), daemon=True).start()
+
+    def _resync(self, broken: Exception) -> None:
+        """The watch broke: read and watch again until the source answers, for up to
         RESYNC_DEADLINE_S; only then do waits fail with the watch's error."""
-        deadline = Deadline(RESYNC_DEADLINE_S)
-        while not self._stopping.is_set() and not deadline.expired:
-            try:
-                # A fresh client: etcd3 marks an endpoint that failed as unusable for good.
-                old, self._client = self._client, etcd_client(self.etcd_url)
-                with contextlib.suppress(Exception):
-                    old.close()
-                self._sync()
-                return
-            except Exception:  # etcd still down: grpc raises its own errors
-                self._stopping.wait(deadline.slice(0.2))
-        with self._changed:
-            self._watch_error = broken
-            self._changed.notify_all()
+        try:
+            deadline = Deadline(RESYNC_DEADLINE_S)
+            while not self._stopping.is_set() and not deadline.expired:
+                try:
+                    self.source.reopen()
+                    self._sync()
+                    return
+                except Exception:  # still down: grpc raises its own errors
+                    self._stopping.wait(deadline.slice(0.2))
+            with self._changed:
+                self._watch_error = broken
+                self._changed.notify_all()
+        finally:
+            self._resyncing.clear()
 
-    def _on_watch(self, response: object) -> None:
+    def _on_changes(self, changes: list[Change]) -> None:
         now_wall, now_mono = time.time(), time.monotonic()
-        if isinstance(response, Exception):
-            if not self._stopping.is_set() and not self._resyncing.is_set():
-                self._resyncing.set()
-                threading.Thread(
-                    target=self._resync_then_clear, args=(response,), daemon=True
-                ).start()
-            return
         with self._changed:
-            for event in response.events:  # type: ignore[attr-defined]
-                key = event.key.decode()
-                is_delete = type(event).__name__ == "DeleteEvent"
-                record = KeyEvent(now_wall, now_mono, "delete" if is_delete else "put", key)
+            for kind, key, value in changes:
+                if kind == "put" and self._raw.get(key) == value:
+                    continue  # a file rewritten as it was: nothing happened
+                if kind == "delete" and key not in self._raw:
+                    continue
+                record = KeyEvent(now_wall, now_mono, kind, key)
                 self.events.append(record)
-                if is_delete:
+                if kind == "delete":
                     self._raw.pop(key, None)
                 else:
-                    self._raw[key] = event.value
+                    assert value is not None
+                    self._raw[key] = value
                     self._first_put.setdefault(key, record)
             self._generation += 1
             self._changed.notify_all()
@@ -170,15 +152,14 @@ class DiscoveryObserver:
 
     @property
     def client(self) -> etcd3.Etcd3Client:
-        return self._client
+        """The etcd client (self-tests and the benchmark write keys through it)."""
+        if not isinstance(self.source, EtcdSource):
+            raise TypeError(f"discovery at {self.source.where} is not etcd")
+        return self.source.client
 
     def read_now(self, prefixes: list[str]) -> DiscoveryState:
-        """A direct range read, bypassing the watch: authoritative at the moment it returns."""
-        raw: dict[str, bytes] = {}
-        for prefix in prefixes:
-            for value, meta in self._client.get_prefix(prefix):
-                raw[meta.key.decode()] = value
-        return DiscoveryState(raw)
+        """A direct read, bypassing the watch: authoritative at the moment it returns."""
+        return DiscoveryState(self.source.read(prefixes))
 
     def first_put(self, key: str) -> KeyEvent | None:
         with self._changed:
@@ -200,7 +181,9 @@ class DiscoveryObserver:
                 generation = self._generation
                 state = DiscoveryState(dict(self._raw))
                 if self._watch_error is not None:
-                    raise RuntimeError(f"etcd watch on {self.etcd_url} failed: {self._watch_error}")
+                    raise RuntimeError(
+                        f"discovery watch on {self.source.where} failed: {self._watch_error}"
+                    )
             if guard is not None:
                 guard()
             result = probe(state)

@@ -12,9 +12,11 @@ import dataclasses
 
 import pytest
 
+from harness.deploy import FILE, Planes
 from harness.discovery_faults import write_orphan_card
 from harness.lora import LoraControl
 from harness.plugin import topology_param
+from harness.runtime.spawn import FRESH
 from harness.topology import GpuProfile, Placement, WorkerPlacement, WorkerSpec
 from harness.violations import (
     BAD_RESPONSE,
@@ -254,3 +256,19 @@ def test_a_declared_request_answered_400_fails_the_verdict(deploy):
     )
     failure = _deploy_and_verify(deploy, text_too)
     assert "-> 400" in _only_message(failure, BAD_RESPONSE)
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_a_missing_card_is_caught_on_the_file_discovery_backend(deploy):
+    """The observer reads Dynamo's file store the way it reads etcd: #4486 is caught there
+    too."""
+    failure = _deploy_and_verify(
+        deploy,
+        AGGREGATED,
+        faults={"worker": "skip-registration"},
+        planes=Planes(discovery=FILE),
+        spawn=FRESH,
+    )
+    message = _only_message(failure, NEVER_REGISTERED, "worker")
+    assert "serving but without a model card" in message

@@ -98,3 +98,28 @@ def test_the_observer_follows_etcd_through_a_restart(tmp_path):
     finally:
         obs.stop()
         provider.stop()
+
+
+def test_the_file_store_is_observed_like_etcd(tmp_path):
+    """The same observer over Dynamo's file backend: one file per key, url-encoded."""
+    from harness.discovery_sources import FileSource
+
+    source = FileSource(tmp_path / "kv")
+    key, value = instance_entry("file", 3, 25014)
+    early = source.path_of(key)
+    early.parent.mkdir(parents=True)
+    early.write_bytes(value)
+    obs = DiscoveryObserver(source).start()
+    try:
+        assert [i.component for i in obs.state().instances(NS)] == ["file"]
+        card_key, card_value = card_entry("file", 3)
+        later = source.path_of(card_key)
+        later.parent.mkdir(parents=True, exist_ok=True)
+        later.write_bytes(card_value)
+        assert obs.wait_for(lambda s: card_key in s.raw, Deadline(10))
+        early.unlink()
+        assert obs.wait_for(lambda s: key not in s.raw, Deadline(10))
+        assert later.name == "h-unit-abc123%2Ffile%2Fgenerate%2F3"
+        assert obs.read_now(["v1/mdc/"]).raw == {card_key: card_value}
+    finally:
+        obs.stop()
