@@ -428,6 +428,10 @@ class Deployment:
             session.settings.tier,
             http_port=self._frontend_port,
             env=self._env,
+            # Its own namespace only: other deployments' models (other planes, maybe) are not
+            # its business (measured: a NATS-plane frontend watching every namespace while
+            # TCP-plane models of other deployments are registered never answered /live).
+            namespace=self.namespace,
         )
         return self.frontend
 

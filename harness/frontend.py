@@ -55,10 +55,12 @@ def start_frontend(
     tier: str = "cpu",
     http_port: int | None = None,
     env: dict[str, str] | None = None,
+    namespace: str | None = None,
 ) -> Frontend:
     """The frontend sees models the way the tier's workers do (same Hugging Face env).
     `http_port`: a port already allocated (a restart keeps its address); `env`: what a
-    deployment sets for its workers and its own frontend (discovery backend, planes)."""
+    deployment sets for its workers and its own frontend (discovery backend, planes);
+    `namespace`: watch that namespace only (a deployment's own frontend)."""
     http_port = http_port or ports.allocate_one()
     base_url = f"http://{LOOPBACK}:{http_port}"
     tmpdir = scratch / "frontend"
@@ -78,6 +80,7 @@ def start_frontend(
             LOOPBACK,
             "--http-port",
             str(http_port),
+            *(["--namespace", namespace] if namespace else []),
         ],
         env=env,
         log_path=workdir / "logs" / "frontend.log",

@@ -208,6 +208,8 @@ def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology,
         if chosen == tier.CPU:
             marks = [*common, pytest.mark.gpu_0, pytest.mark.timeout(topology.timeout_s)]
             marks += _cpu_skip(topology)
+            if topology.cpu_nightly:
+                marks.append(pytest.mark.nightly)
             params.append(pytest.param(Scenario.packed(topology), id=topology.name, marks=marks))
             continue
         for placement in topology.gpu.placements:
@@ -297,6 +299,8 @@ def topology_param(topology: Topology, *extra_marks: pytest.MarkDecorator) -> ob
     """A CPU-tier parameter for self-tests (their faults exist only in the CPU launcher)."""
     marks = [getattr(pytest.mark, m) for m in topology.marks]
     marks += [pytest.mark.gpu_0, pytest.mark.timeout(topology.timeout_s), *_cpu_skip(topology)]
+    if topology.cpu_nightly:
+        marks.append(pytest.mark.nightly)
     return pytest.param(topology, id=topology.name, marks=[*marks, *extra_marks])
 
 

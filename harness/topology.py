@@ -121,6 +121,9 @@ class Topology:
     # CPU tier: seconds to serve and register when a worker starts fresh python processes
     # of its own (gateway children), which the template cannot fork; None: the default.
     cpu_register_deadline_s: float | None = None
+    # CPU tier: run with -m nightly only (too slow there for every run; the GPU tier's
+    # schedule is GpuProfile.nightly).
+    cpu_nightly: bool = False
 
     @property
     def public_workers(self) -> tuple[WorkerSpec, ...]:

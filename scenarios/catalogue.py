@@ -527,7 +527,7 @@ GATEWAY = Topology(
     gpu=_alone("gateway", vram_gib=3.9),
     # The children are fresh interpreters (the template cannot fork them): ~20-25 s on 2
     # cores, so the CPU tier runs it with -m nightly (and CI runs it on every change).
-    marks=("nightly",),
+    cpu_nightly=True,
     cpu_register_deadline_s=120.0,
     timeout_s=240,
 )

@@ -43,7 +43,7 @@ def test_multimodal_self_tests_come_only_with_selftest():
 def test_the_default_run_has_every_topology_and_only_pre_merge_self_tests():
     default = _collected()
     topologies = [n for n in default if "test_topologies.py" in n]
-    assert len(topologies) == len([t for t in CATALOGUE if "nightly" not in t.marks])
+    assert len(topologies) == len([t for t in CATALOGUE if not t.cpu_nightly])
     self_tests = [n for n in default if "test_selftests.py" in n]
     everything = _collected("-m", "selftest")
     assert 0 < len(self_tests) < len(everything)
