@@ -17,36 +17,20 @@ LEASE_TTL_S = 3
 RECOVERY_S = 30.0
 
 
+@pytest.mark.parametrize("service", ["etcd", "nats-server"])
 @pytest.mark.parametrize("topology", [topology_param(AGGREGATED)])
-def test_workers_serve_again_after_an_etcd_restart(
-    topology, isolated_deploy, isolated_infra, record_property
+def test_workers_serve_again_after_a_restart_of(
+    service, topology, isolated_deploy, isolated_infra, record_property
 ):
     deployment = isolated_deploy(topology)
     infra = isolated_infra
     recovery = disrupt(
         deployment,
-        "etcd restarted (same data dir and port)",
-        lambda: infra.provider.restart("etcd", infra.endpoints),
+        f"{service} restarted (same data dir and port)",
+        lambda: infra.provider.restart(service, infra.endpoints),
         RECOVERY_S,
     )
-    record_property("etcd_restart", recovery.describe())
-    assert recovery.served_again_s is not None, recovery.describe()
-    deployment.verify()
-
-
-@pytest.mark.parametrize("topology", [topology_param(AGGREGATED)])
-def test_workers_serve_again_after_a_nats_restart(
-    topology, isolated_deploy, isolated_infra, record_property
-):
-    deployment = isolated_deploy(topology)
-    infra = isolated_infra
-    recovery = disrupt(
-        deployment,
-        "NATS restarted (same port)",
-        lambda: infra.provider.restart("nats-server", infra.endpoints),
-        RECOVERY_S,
-    )
-    record_property("nats_restart", recovery.describe())
+    record_property(f"{service}_restart", recovery.describe())
     assert recovery.served_again_s is not None, recovery.describe()
     deployment.verify()
 

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from harness.progress import LogMilestones, Sample, StartProgress, WorkerSample
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.inner_pytest import run_pytest
 
 
 def _worker(**changes: object) -> WorkerSample:
@@ -88,29 +83,19 @@ def test_log_milestones_are_read_incrementally(tmp_path):
 @pytest.mark.timeout(240)
 def test_progress_reaches_the_terminal_from_an_xdist_worker_under_q():
     """A real start, run as a user would: -q, one xdist worker, progress switched on."""
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-n",
-            "1",
-            "--tier",
-            "cpu",
-            "--spawn",
-            "fresh",  # a start of seconds, as the GPU tier's take minutes
-            "--progress",
-            "on",
-            "--progress-heartbeat",
-            "3",
-            "scenarios/test_topologies.py::test_registers_and_serves[aggregated]",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    result = run_pytest(
+        "-q",
+        "-n",
+        "1",
+        "--tier",
+        "cpu",
+        "--spawn",
+        "fresh",  # a start of seconds, as the GPU tier's take minutes
+        "--progress",
+        "on",
+        "--progress-heartbeat",
+        "3",
+        "scenarios/test_topologies.py::test_registers_and_serves[aggregated]",
         timeout=220,
     )
     out = result.stdout + result.stderr

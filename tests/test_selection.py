@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 from scenarios.catalogue import CATALOGUE
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.inner_pytest import run_pytest
 
 
 def _collected(*args: str) -> list[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "scenarios", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_pytest("--collect-only", "-q", "scenarios", *args, timeout=120)
     assert result.returncode in (0, 5), result.stdout + result.stderr
     return [line for line in result.stdout.splitlines() if "::" in line]
 
@@ -50,14 +40,7 @@ def test_the_default_run_has_every_topology_and_only_pre_merge_self_tests():
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
+    return run_pytest(*args, env=env)
 
 
 def test_gpu_tier_items_are_one_per_layout_marked_from_the_layout():

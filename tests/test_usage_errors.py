@@ -3,26 +3,17 @@ nothing is deployed, no test passes by doing nothing."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.inner_pytest import run_pytest
+
 SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated]"
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+    return run_pytest("-q", *args, env=env, timeout=120)
 
 
 @pytest.mark.parametrize(

@@ -3,13 +3,9 @@ before calling verify(): a 503 after readiness is reported at teardown."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.inner_pytest import ROOT, run_pytest
 
 GIVES_UP = """
 from scenarios.catalogue import AGGREGATED
@@ -27,24 +23,8 @@ def test_gives_up_before_its_verdict(deploy):
 def test_a_test_that_raises_still_gets_the_verdict(tmp_path):
     module = tmp_path / "test_gives_up.py"
     module.write_text(GIVES_UP)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "harness.plugin",
-            "--rootdir",
-            str(ROOT),
-            str(module),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=220,
+    result = run_pytest(
+        "-q", "-p", "harness.plugin", "--rootdir", str(ROOT), str(module), timeout=220
     )
     out = result.stdout
     assert result.returncode == 1, out[-3000:] + result.stderr[-2000:]
