@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 
 from harness.deadline import Deadline
-from harness.deploy import Deployment, Session, Settings
+from harness.deployment import Deployment, Session, Settings
 from harness.frontend import start_frontend
 from harness.infra.local_process import LocalProcessProvider
 from harness.model_source import TinyModels

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from harness import catalogue, ports, usage
-from harness.deploy import Deployment, Session, Settings
+from harness.deployment import Deployment, Session, Settings
+from harness.deployment.timeline import HEADER
 from harness.frontend import start_frontend
 from harness.infra import PROVIDERS, Endpoints, select_provider
 from harness.infra.local_process import LocalProcessProvider
@@ -30,7 +31,6 @@ from harness.processes import install_cleanup_handlers
 from harness.runtime import gpus, spawn, tier
 from harness.runtime.launch import template_env
 from harness.runtime.models import apply_overrides
-from harness.timeline import HEADER
 from harness.topology import Scenario, Topology
 from harness.violations import ContractFailure
 

@@ -9,12 +9,14 @@ import signal
 
 import pytest
 
-from harness.disruption import come_back, depart
+from harness.deployment.disruption import come_back, depart
 from harness.plugin import topology_param
 from harness.violations import INCOMPATIBLE_WORKERS, INTERFERENCE, ContractFailure
 from scenarios.catalogue import AGGREGATED, DISAGGREGATED, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge, pytest.mark.gpu_0]
+# Stops wait out Dynamo's 5 s shutdown grace and the frontend's unlisting (~8 s): nightly.
+LONG = pytest.mark.nightly
 
 SIGTERM_BOUND_S = 2.0  # keys and listing gone after a graceful stop
 LEASE_TTL_S = 3  # set by the harness for the SIGKILL case (Dynamo's default is 30 s)
@@ -34,6 +36,7 @@ _STOPPED_ROLES = [
 ]
 
 
+@LONG
 @pytest.mark.parametrize(("topology", "role"), _STOPPED_ROLES)
 def test_sigterm_takes_the_worker_out_of_routing_and_a_restart_serves_again(
     topology, role, deploy, record_property
@@ -50,6 +53,7 @@ def test_sigterm_takes_the_worker_out_of_routing_and_a_restart_serves_again(
     deployment.verify()
 
 
+@LONG
 @pytest.mark.xfail(
     strict=True,
     reason="Dynamo 1.6.1 on SIGTERM: the generate instance goes at once (0.03 s), but the "
@@ -66,6 +70,7 @@ def test_sigterm_removes_card_and_listing_within_two_seconds(topology, deploy, r
     assert gone.unlisted_s is not None and gone.unlisted_s <= SIGTERM_BOUND_S, gone.describe()
 
 
+@LONG
 @pytest.mark.parametrize("topology", [topology_param(AGGREGATED)])
 def test_sigkill_deregisters_when_the_lease_expires(topology, deploy, record_property):
     deployment = deploy(topology, env={"ETCD_LEASE_TTL": str(LEASE_TTL_S)})
@@ -79,7 +84,9 @@ def test_sigkill_deregisters_when_the_lease_expires(topology, deploy, record_pro
     deployment.verify()
 
 
-@pytest.mark.parametrize("topology", [topology_param(t) for t in (AGGREGATED, MM_ENCODE_PD)])
+@pytest.mark.parametrize(
+    "topology", [topology_param(AGGREGATED), topology_param(MM_ENCODE_PD, LONG)]
+)
 def test_a_frontend_started_after_the_workers_discovers_them(topology, deploy):
     deployment = deploy(topology, frontend="late")
     replies = [deployment.send(kind) for kind in topology.requests]
@@ -87,7 +94,9 @@ def test_a_frontend_started_after_the_workers_discovers_them(topology, deploy):
     deployment.verify()
 
 
-@pytest.mark.parametrize("topology", [topology_param(t) for t in (AGGREGATED, MM_ENCODE_PD)])
+@pytest.mark.parametrize(
+    "topology", [topology_param(AGGREGATED), topology_param(MM_ENCODE_PD, LONG)]
+)
 def test_a_restarted_frontend_rediscovers_every_worker(topology, deploy, record_property):
     deployment = deploy(topology, frontend="own")
     assert deployment.send(topology.requests[0]).ok
@@ -99,6 +108,7 @@ def test_a_restarted_frontend_rediscovers_every_worker(topology, deploy, record_
     deployment.verify()
 
 
+@LONG
 @pytest.mark.parametrize("topology", [topology_param(AGGREGATED)])
 def test_a_stray_prefill_worker_in_the_namespace_is_reported_by_name(
     topology, deploy, record_property
@@ -116,6 +126,7 @@ def test_a_stray_prefill_worker_in_the_namespace_is_reported_by_name(
     assert f"v1/mdc/{deployment.namespace}/prefill/generate/" in found.message
 
 
+@LONG
 @pytest.mark.parametrize("topology", [topology_param(AGGREGATED)])
 def test_a_second_worker_with_another_card_is_rejected_and_the_first_keeps_serving(
     topology, deploy

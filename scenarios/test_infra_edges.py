@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.disruption import disrupt
+from harness.deployment.disruption import disrupt
 from harness.plugin import topology_param
 from scenarios.catalogue import AGGREGATED
 

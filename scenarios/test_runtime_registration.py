@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.fingerprint import differences, discovery_fingerprint
-from harness.lora import LoraControl
+from harness.deployment.fingerprint import differences, discovery_fingerprint
+from harness.deployment.lora import LoraControl
 from harness.plugin import topology_param
 from scenarios.catalogue import LORA_P_D
 

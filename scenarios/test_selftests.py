@@ -12,9 +12,9 @@ import dataclasses
 
 import pytest
 
-from harness.deploy import FILE, Planes
+from harness.deployment import FILE, Planes
+from harness.deployment.lora import LoraControl
 from harness.discovery_faults import write_orphan_card
-from harness.lora import LoraControl
 from harness.plugin import topology_param
 from harness.runtime.spawn import FRESH
 from harness.topology import GpuProfile, Placement, WorkerPlacement, WorkerSpec
@@ -213,7 +213,7 @@ def test_incompatible_workers_are_caught(deploy):
     assert "Rejected incompatible workers" in _only_message(failure, INCOMPATIBLE_WORKERS)
 
 
-@pytest.mark.pre_merge
+@pytest.mark.nightly
 @pytest.mark.timeout(240)
 def test_a_lora_on_a_prefill_worker_registered_as_chat_is_caught(deploy):
     """The shape Dynamo PR #8945 fixed (a prefill worker's LoRA as a public Chat model):

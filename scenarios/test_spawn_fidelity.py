@@ -9,7 +9,7 @@ import os
 import psutil
 import pytest
 
-from harness.fingerprint import answer_fingerprint, differences, discovery_fingerprint
+from harness.deployment.fingerprint import answer_fingerprint, differences, discovery_fingerprint
 from harness.plugin import topology_param
 from harness.runtime.spawn import FRESH, ZYGOTE
 from scenarios.catalogue import AGGREGATED, MM_ENCODE_PD
@@ -17,7 +17,10 @@ from scenarios.catalogue import AGGREGATED, MM_ENCODE_PD
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge, pytest.mark.gpu_0]
 
 
-@pytest.mark.parametrize("topology", [topology_param(t) for t in (AGGREGATED, MM_ENCODE_PD)])
+@pytest.mark.parametrize(
+    "topology",
+    [topology_param(AGGREGATED), topology_param(MM_ENCODE_PD, pytest.mark.nightly)],
+)
 def test_forked_workers_register_and_answer_like_fresh_ones(topology, deploy, worker_template):
     if worker_template is None:
         pytest.skip("no worker template in this run (--spawn fresh)")

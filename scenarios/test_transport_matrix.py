@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.deploy import FILE, NATS, ZMQ, Planes
+from harness.deployment import FILE, NATS, ZMQ, Planes
 from harness.plugin import topology_param
 from harness.runtime.spawn import FRESH
 from scenarios.catalogue import AGGREGATED, MM_ENCODE_PD
@@ -27,6 +27,7 @@ def _cases() -> list[object]:
     cases = []
     for topology in (AGGREGATED, MM_ENCODE_PD):
         for name, planes, spawn, schedule in PLANES:
+            schedule = schedule if topology is AGGREGATED else "nightly"  # one on every run
             marks = topology_param(topology, getattr(pytest.mark, schedule)).marks
             cases.append(
                 pytest.param(topology, planes, spawn, id=f"{topology.name}-{name}", marks=marks)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from harness.contract import ExpectedCard
-from harness.lora import lora_cards, lora_violations
+from harness.deployment.lora import lora_cards, lora_violations
 from harness.violations import (
     INTERNAL_ADVERTISED,
     NEVER_REGISTERED,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.progress import LogMilestones, Sample, StartProgress, WorkerSample
+from harness.deployment.progress import LogMilestones, Sample, StartProgress, WorkerSample
 from tests.inner_pytest import run_pytest
 
 
@@ -80,6 +80,7 @@ def test_log_milestones_are_read_incrementally(tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.nightly  # a whole inner session with a fresh worker: ~16 s
 @pytest.mark.timeout(240)
 def test_progress_reaches_the_terminal_from_an_xdist_worker_under_q():
     """A real start, run as a user would: -q, one xdist worker, progress switched on."""

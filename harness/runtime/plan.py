@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness import ports
 from harness.catalogue import Catalogue
-from harness.deploy import Settings
+from harness.deployment import Settings
 from harness.loopback import ProcessPorts
 from harness.model_source import ModelSource, TinyModels, gpu_models
 from harness.runtime import gpus

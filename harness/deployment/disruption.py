@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import httpx
 
 from harness.deadline import Deadline
-from harness.deploy import Deployment
+from harness.deployment import Deployment
+from harness.deployment.listing import await_listing
 from harness.http_client import RecordingClient
-from harness.listing import await_listing
 from harness.requests import Reply, send
 
 PROBE_INTERVAL_S = 0.2

@@ -16,7 +16,7 @@ import httpx
 
 from harness.checks import WorkerView, compare_card
 from harness.deadline import Deadline
-from harness.deploy import Deployment, Worker
+from harness.deployment import Deployment, Worker
 from harness.observer import DiscoveryState
 from harness.records import ModelCard
 from harness.runtime.models import locate

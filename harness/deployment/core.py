@@ -14,29 +14,44 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import checks, ports
-from harness.contract import ExpectedCard
 from harness.deadline import Deadline
+from harness.deployment import diagnosis
+from harness.deployment.listing import ListingWatch, await_listing
+from harness.deployment.options import (
+    FILE,
+    FRONTEND_MODES,
+    LATE,
+    NOT_READY_STATUSES,
+    OWN,
+    SHARED,
+    TCP,
+    Planes,
+)
+from harness.deployment.progress import (
+    LogMilestones,
+    ProgressTicker,
+    Sample,
+    StartProgress,
+    WorkerSample,
+)
+from harness.deployment.session import Session
+from harness.deployment.timeline import WorkerTimeline
+from harness.deployment.worker import Worker
 from harness.discovery_sources import FileSource
 from harness.frontend import Frontend, start_frontend
 from harness.http_client import RecordingClient
-from harness.infra import Endpoints
-from harness.listing import ListingWatch, await_listing
 from harness.loopback import ProcessPorts
 from harness.observer import DiscoveryObserver, DiscoveryState
-from harness.processes import ManagedProcess, Spawner, stop_all
-from harness.progress import LogMilestones, ProgressTicker, Sample, StartProgress, WorkerSample
+from harness.processes import ManagedProcess, stop_all
 from harness.records import ModelCard
 from harness.requests import Reply, send
 from harness.runtime import gpus
 from harness.runtime.launch import WorkerSite, placeholders, worker_command
-from harness.runtime.spawn import FRESH, ZYGOTE
-from harness.stops import BackgroundStops
-from harness.timeline import WorkerTimeline
+from harness.runtime.spawn import FRESH
 from harness.topology import Scenario, Topology, WorkerSpec
 from harness.violations import (
     BAD_CONTENT,
@@ -49,141 +64,7 @@ from harness.violations import (
     Violation,
 )
 
-NOT_READY_STATUSES = (404, 503)
-# Which frontend a deployment talks to: the session's, its own from the start, or its own
-# started only once every worker has registered (discovery of what is already there).
-SHARED, OWN, LATE = "shared", "own", "late"
-FRONTEND_MODES = (SHARED, OWN, LATE)
-ETCD, FILE, TCP, NATS, ZMQ = "etcd", "file", "tcp", "nats", "zmq"
-
-
-@dataclass(frozen=True)
-class Planes:
-    """Where discovery lives and how requests and events travel (the session's: etcd, TCP,
-    NATS). Anything else is set for the deployment's workers and its own frontend."""
-
-    discovery: str = ETCD  # or "file": Dynamo's file store, in the deployment's folder
-    request: str = TCP  # or "nats"
-    event: str = NATS  # or "zmq"
-
-    def env(self, file_store: Path) -> dict[str, str]:
-        env: dict[str, str] = {}
-        if self.discovery == FILE:
-            env |= {"DYN_DISCOVERY_BACKEND": "file", "DYN_FILE_KV": str(file_store)}
-        elif self.discovery != ETCD:
-            raise ValueError(f"discovery must be etcd or file, not {self.discovery!r}")
-        if self.request != TCP:
-            env["DYN_REQUEST_PLANE"] = self.request
-        if self.event != NATS:
-            env["DYN_EVENT_PLANE"] = self.event
-        return env
-
-    def describe(self) -> str:
-        return f"discovery {self.discovery}, request plane {self.request}, events {self.event}"
-
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Deadlines. The CPU tier's are tight where its starts are fast (a worker forked from
-    the template serves in well under a second); the GPU tier's follow each layout."""
-
-    tier: str = "cpu"
-    spawn: str = FRESH  # CPU tier: how workers start (harness.runtime.spawn)
-    register_deadline_s: float | None = None  # None: see register_deadline()
-    card_grace_s: float | None = None  # instance without card, once every peer serves
-    list_deadline_s: float | None = None  # from the last card to the model in /v1/models
-    stop_grace_s: float = 15.0
-
-    def register_deadline(self, scenario: Scenario) -> float:
-        """For every worker to serve and register, from the deployment's start: the layout's
-        start timeout (GPU), 30 s from the template, 120 s for fresh CPU processes (2-3 of
-        them importing at once on 2 cores take up to 30 s)."""
-        if self.register_deadline_s is not None:
-            return self.register_deadline_s
-        if self.tier != "cpu":
-            return float(scenario.placement.start_timeout_s)
-        if scenario.topology.cpu_register_deadline_s is not None:
-            return scenario.topology.cpu_register_deadline_s
-        return 30.0 if self.spawn == ZYGOTE else 120.0
-
-    @property
-    def card_grace(self) -> float:
-        """A card lands within a second of its instance (measured: 0-0.7 s on 1.6.1)."""
-        if self.card_grace_s is not None:
-            return self.card_grace_s
-        return 5.0 if self.tier == "cpu" else 60.0
-
-    @property
-    def list_deadline(self) -> float:
-        """Listing follows the last card by 30-100 ms on the CPU tier."""
-        if self.list_deadline_s is not None:
-            return self.list_deadline_s
-        return 10.0 if self.tier == "cpu" else 30.0
-
-
-@dataclass
-class Session:
-    """What all deployments of a test session share."""
-
-    endpoints: Endpoints
-    frontend: Frontend
-    observer: DiscoveryObserver
-    models: Callable[[str, str], str]  # (topology, asset key) -> model path or HF name
-    workdir: Path
-    settings: Settings
-    scratch: Path  # short private TMPDIR root: sglang's IPC socket paths must fit 107 bytes
-    gpu_share: tuple[str, ...] = ()  # GPU tier: this run's GPUs (disjoint per xdist worker)
-    progress: Callable[[str], None] | None = None  # where live start-up lines go, if anywhere
-    progress_heartbeat_s: float = 30.0
-    spawner: Spawner | None = None  # CPU tier: the worker template; None: fresh processes
-    stops: BackgroundStops = field(default_factory=BackgroundStops)
-
-    @property
-    def hf_home(self) -> Path:
-        """CPU tier: one private, empty Hugging Face home for every process of the session."""
-        return self.scratch / "hf"
-
-
-@dataclass
-class Worker:
-    spec: WorkerSpec
-    proc: ManagedProcess
-    ports: ProcessPorts
-    fault: str | None
-    # Its keys carry the TCP port the harness gave it (TCP request plane, port pinned); else
-    # they are told apart by component.
-    pinned: bool = True
-
-    @property
-    def role(self) -> str:
-        return self.spec.role
-
-    @property
-    def component(self) -> str:
-        return self.spec.component
-
-    @property
-    def expected(self) -> ExpectedCard | None:
-        return self.spec.card
-
-    @property
-    def registrants(self) -> int:
-        return self.spec.registrants if self.spec.card is not None else 0
-
-    @property
-    def registers(self) -> bool:
-        return self.spec.registers
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    @property
-    def tcp_port(self) -> int | None:
-        return self.ports.tcp_rpc if self.pinned else None
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Deployment:
@@ -297,7 +178,8 @@ class Deployment:
             self.workers.append(self._launch(self.topology.worker(role)))
             if position + 1 < len(order) and not self._await_turn(self.workers[-1]):
                 self._not_started = [
-                    self._held_back(self.topology.worker(r), role) for r in order[position + 1 :]
+                    diagnosis.held_back(self.topology.worker(r).role, role)
+                    for r in order[position + 1 :]
                 ]
                 break
         return self
@@ -405,14 +287,6 @@ class Deployment:
         except _Exited:
             return False
         return bool(taken) or explicit
-
-    def _held_back(self, spec: WorkerSpec, blocker: str) -> Violation:
-        return Violation(
-            NEVER_REGISTERED,
-            spec.role,
-            f"worker '{spec.role}' was never started: the layout's start order waits for "
-            f"'{blocker}' to serve first, and it did not (see its violation)",
-        )
 
     def start_frontend(self) -> Frontend:
         """This deployment's own frontend, on its fixed port (a second call restarts it)."""
@@ -562,7 +436,9 @@ class Deployment:
             violations += self._listed_early([])  # listed although a worker never registered
         found_exits = [v for v in violations if v.kind == WORKER_EXITED]
         violations += [
-            self._exited(w, "readiness (it had registered)")
+            diagnosis.exited(
+                w, self.observer.state(), self.namespace, "readiness (it had registered)"
+            )
             for w in self.workers
             if not w.proc.alive() and not any(v.role == w.role for v in found_exits)
         ]
@@ -599,7 +475,11 @@ class Deployment:
         try:
             verdict = observer.wait_for(probe, deadline, guard=dead_worker)
         except _Exited as exited:
-            return [self._exited(exited.worker, "its model card")]
+            return [
+                diagnosis.exited(
+                    exited.worker, self.observer.state(), self.namespace, "its model card"
+                )
+            ]
         if verdict is not None and not verdict.overdue:
             return []
         state = observer.state()
@@ -613,7 +493,10 @@ class Deployment:
             if verdict
             else f"{deadline.seconds:.0f} s"
         )
-        return [self._never_registered(w, state, waited) for w in missing]
+        return [
+            diagnosis.never_registered(w, self.records(state, w), state, self.namespace, waited)
+            for w in missing
+        ]
 
     def _await_absent_settled(self) -> None:
         """Workers that must not register get the time to show it: until each has logged its
@@ -679,7 +562,7 @@ class Deployment:
                     f"model '{self.model_name}' never appeared in GET /v1/models within "
                     f"{deadline.seconds:.0f} s of every worker registering; a "
                     f"{probe.kind} request got {probe.status}: {probe.body[:300]}\n"
-                    f"{self._keys_summary()}",
+                    f"{diagnosis.keys_summary(self.observer.state(), self.namespace)}",
                 )
             ]
         probes = self._probe_until_served(deadline)
@@ -761,7 +644,11 @@ class Deployment:
         violations: list[Violation] = []
         for worker in self.workers:
             if not worker.proc.alive() and worker.role not in self._killed:
-                violations.append(self._exited(worker, "nothing (it had registered)"))
+                violations.append(
+                    diagnosis.exited(
+                        worker, self.observer.state(), self.namespace, "nothing (it had registered)"
+                    )
+                )
         violations += checks.bad_exchanges(self.client.exchanges)
         violations += [
             Violation(BAD_CONTENT, None, f"request judged bad: {r.describe()}")
@@ -801,44 +688,6 @@ class Deployment:
             else:
                 self.known_seen.append((violation, known.reason))
         return kept
-
-    # -- diagnosis -------------------------------------------------------------------------
-    def _keys_summary(self) -> str:
-        state = self.observer.state()
-        keys = [k for k in state.keys(self.namespace) if "/instances/" in k or "/mdc/" in k]
-        return (
-            "etcd keys in namespace "
-            + self.namespace
-            + ":\n"
-            + ("\n".join(f"    {k}" for k in keys) or "    (none)")
-        )
-
-    def _never_registered(self, worker: Worker, state: DiscoveryState, waited: str) -> Violation:
-        records = self.records(state, worker)
-        cards = [c.key for c in state.cards(self.namespace)]
-        instance_keys = [i.key for i in records.instances]
-        what = (
-            "serving but without a model card"
-            if records.generate
-            else f"no instance of {self.namespace}/{worker.component}/generate"
-        )
-        return Violation(
-            NEVER_REGISTERED,
-            worker.role,
-            f"worker '{worker.role}' (pid {worker.pid}) never registered ({what}): "
-            f"waiting for its model card at v1/mdc/{self.namespace}/{worker.component}/generate/…; "
-            f"instance keys {instance_keys}, model cards {cards}, waited {waited}; "
-            f"last log lines:\n{worker.proc.log_tail()}",
-        )
-
-    def _exited(self, worker: Worker, waiting_for: str) -> Violation:
-        return Violation(
-            WORKER_EXITED,
-            worker.role,
-            f"worker '{worker.role}' (pid {worker.pid}) exited with code "
-            f"{worker.proc.returncode} while waiting for {waiting_for}; "
-            f"{self._keys_summary()}\nlast log lines:\n{worker.proc.log_tail()}",
-        )
 
     # -- timeline --------------------------------------------------------------------------
     def timeline(self) -> list[WorkerTimeline]:

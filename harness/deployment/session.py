@@ -1,0 +1,37 @@
+"""What all deployments of a test session share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.deployment.options import Settings
+from harness.deployment.stops import BackgroundStops
+from harness.frontend import Frontend
+from harness.infra import Endpoints
+from harness.observer import DiscoveryObserver
+from harness.processes import Spawner
+
+
+@dataclass
+class Session:
+    """What all deployments of a test session share."""
+
+    endpoints: Endpoints
+    frontend: Frontend
+    observer: DiscoveryObserver
+    models: Callable[[str, str], str]  # (topology, asset key) -> model path or HF name
+    workdir: Path
+    settings: Settings
+    scratch: Path  # short private TMPDIR root: sglang's IPC socket paths must fit 107 bytes
+    gpu_share: tuple[str, ...] = ()  # GPU tier: this run's GPUs (disjoint per xdist worker)
+    progress: Callable[[str], None] | None = None  # where live start-up lines go, if anywhere
+    progress_heartbeat_s: float = 30.0
+    spawner: Spawner | None = None  # CPU tier: the worker template; None: fresh processes
+    stops: BackgroundStops = field(default_factory=BackgroundStops)
+
+    @property
+    def hf_home(self) -> Path:
+        """CPU tier: one private, empty Hugging Face home for every process of the session."""
+        return self.scratch / "hf"

@@ -1,0 +1,49 @@
+"""One worker process of a deployment, as the checks see it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.contract import ExpectedCard
+from harness.loopback import ProcessPorts
+from harness.processes import ManagedProcess
+from harness.topology import WorkerSpec
+
+
+@dataclass
+class Worker:
+    spec: WorkerSpec
+    proc: ManagedProcess
+    ports: ProcessPorts
+    fault: str | None
+    # Its keys carry the TCP port the harness gave it (TCP request plane, port pinned); else
+    # they are told apart by component.
+    pinned: bool = True
+
+    @property
+    def role(self) -> str:
+        return self.spec.role
+
+    @property
+    def component(self) -> str:
+        return self.spec.component
+
+    @property
+    def expected(self) -> ExpectedCard | None:
+        return self.spec.card
+
+    @property
+    def registrants(self) -> int:
+        return self.spec.registrants if self.spec.card is not None else 0
+
+    @property
+    def registers(self) -> bool:
+        return self.spec.registers
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def tcp_port(self) -> int | None:
+        return self.ports.tcp_rpc if self.pinned else None
