@@ -8,8 +8,8 @@
     seconds and PSS per worker at ready, with workers started fresh and forked from the
     pre-imported template: medians of --repeat runs, side by side with their ratio;
 (b) detection latency: a card key written to etcd until the observer's wait returns;
-(c) wall time of whole pytest runs: the 8-topology matrix fresh and from the template, every
-    self-test, and the README's test command.
+(c) wall time of whole pytest runs: the topology matrix (the default run's topologies) fresh
+    and from the template, every self-test, and the README's test command.
 Nothing here asserts: it prints figures for the README and the team's notes.
 """
 
@@ -94,8 +94,8 @@ def detection_latency(observer: DiscoveryObserver, samples: int) -> list[float]:
 
 SUITES = {
     "matrix": [
-        ("8-topology matrix, fresh", ["scenarios/test_topologies.py", "--spawn", "fresh"]),
-        ("8-topology matrix, template", ["scenarios/test_topologies.py"]),
+        ("topology matrix, fresh", ["scenarios/test_topologies.py", "--spawn", "fresh"]),
+        ("topology matrix, template", ["scenarios/test_topologies.py"]),
     ],
     "selftest": [("every self-test (-m selftest)", ["-m", "selftest"])],
     "default": [("README test command (python -m pytest)", [])],
