@@ -4,10 +4,25 @@
 # torch. Idempotent: a second run checks a stamp per step and changes nothing.
 # HARNESS_TORCH_INDEX: an index holding the CPU build of torch (e.g. the PyTorch CPU index on
 # a stock CI runner); by default pip takes it from the machine's own wheels.
+#
+# `ci/setup.sh --dynamo VERSION` builds instead the environment of an older Dynamo release
+# (ci/requirements/releases/VERSION/) in .venvs/dynamo-VERSION: that release's ai-dynamo and
+# sglang on the same CPU torch, for `pytest --dynamo-env` and `python -m harness history`.
+# The harness itself keeps running from .venv.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${HARNESS_VENV:-$ROOT/.venv}"
 REQ="$ROOT/ci/requirements"
+RELEASE=""
+if [ "${1:-}" = "--dynamo" ]; then
+  RELEASE="${2:?usage: ci/setup.sh [--dynamo VERSION]}"
+  [ -d "$REQ/releases/$RELEASE" ] || {
+    echo "no requirements for Dynamo $RELEASE; known: $(ls "$REQ/releases" | tr '\n' ' ')" >&2
+    exit 2
+  }
+  VENV="${HARNESS_VENV:-$ROOT/.venvs/dynamo-$RELEASE}"
+else
+  VENV="${HARNESS_VENV:-$ROOT/.venv}"
+fi
 PY="${PYTHON:-python3}"
 log() { printf '[setup %(%H:%M:%S)T] %s\n' -1 "$*"; }
 
@@ -44,18 +59,31 @@ step() {  # step NAME INPUT_FILE... -- COMMAND...
   log "$name"; "$@"; echo "$sum" >"$stamp_dir/$name"
 }
 
+check_cpu_torch() {
+  "$VENV/bin/python" - <<'PY'
+import torch
+assert "+cpu" in torch.__version__ or not torch.version.cuda, f"CUDA torch crept in: {torch.__version__}"
+PY
+}
+
 # torch first and alone: pip takes the CPU wheel from local disk; later steps then see
 # torch==2.13.0 satisfied and never resolve a CUDA build.
 TORCH_FROM=(); [ -z "${HARNESS_TORCH_INDEX:-}" ] || TORCH_FROM=(--index-url "$HARNESS_TORCH_INDEX")
 step torch "$REQ/torch.txt" -- "${PIP[@]}" "${TORCH_FROM[@]}" -r "$REQ/torch.txt"
+if [ -n "$RELEASE" ]; then
+  REL="$REQ/releases/$RELEASE"
+  step runtime "$REQ/torch.txt" "$REL/runtime.txt" -- \
+    "${PIP[@]}" -r "$REL/runtime.txt" -c "$REQ/torch.txt"
+  step nodeps "$REL/nodeps.txt" -- "${PIP[@]}" --no-deps -r "$REL/nodeps.txt"
+  check_cpu_torch
+  log "ready: $VENV ($(du -sh "$VENV" | cut -f1)); run with --dynamo-env $VENV"
+  exit 0
+fi
 step runtime "$REQ/torch.txt" "$REQ/dynamo-runtime.txt" -- \
   "${PIP[@]}" -r "$REQ/dynamo-runtime.txt" -c "$REQ/torch.txt"
 step nodeps "$REQ/dynamo-nodeps.txt" -- "${PIP[@]}" --no-deps -r "$REQ/dynamo-nodeps.txt"
 step harness "$REQ/harness.txt" "$ROOT/pyproject.toml" -- bash -c \
   "${PIP[*]} -r '$REQ/harness.txt' -c '$REQ/torch.txt' && ${PIP[*]} --no-deps -e '$ROOT'"
 
-"$VENV/bin/python" - <<'PY'
-import torch
-assert "+cpu" in torch.__version__ or not torch.version.cuda, f"CUDA torch crept in: {torch.__version__}"
-PY
+check_cpu_torch
 log "ready: $VENV ($(du -sh "$VENV" | cut -f1))"

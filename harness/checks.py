@@ -167,7 +167,10 @@ def compare_card(worker: WorkerView, card: ModelCard, model_name: str) -> list[V
         ("needs", _needs(expected.needs), _needs(card.needs)),
         ("model name", model_name, card.model_name),
     )
-    problems += [_field(who, worker.role, n, w, a, card) for n, w, a in fields if w != a]
+    # A field declared None is not part of the contract (an era that did not fix it).
+    problems += [
+        _field(who, worker.role, n, w, a, card) for n, w, a in fields if w is not None and w != a
+    ]
     missing = [key for key in expected.runtime_keys if key not in card.runtime_data]
     if missing:
         problems.append(

@@ -4,6 +4,7 @@ python -m harness conformance [--infra auto|external|docker|process] [pytest arg
 python -m harness topologies [--gpu]
 python -m harness plan [--tier gpu|cpu] [--gpus N] [--json] [--topology NAME ...] [--model KEY=REF]
 python -m harness models list|fetch [TOPOLOGY ...] [--model KEY=REF]
+python -m harness history [--releases 0.7.1,0.8.1,1.6.1] [--topology NAME ...] [--out DIR]
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from harness import catalogue as catalogue_module
 from harness.catalogue import Catalogue
+from harness.history.run import CONFORMANCE_TESTS
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_DIR = ROOT / "reports"
@@ -121,9 +123,7 @@ def conformance(args: list[str]) -> int:
 
     REPORT_DIR.mkdir(exist_ok=True)
     junit = REPORT_DIR / "conformance.xml"
-    code = pytest.main(
-        ["scenarios/test_topologies.py", f"--junitxml={junit}", "-o", "junit_logging=no", *args]
-    )
+    code = pytest.main([CONFORMANCE_TESTS, f"--junitxml={junit}", "-o", "junit_logging=no", *args])
     if junit.exists():
         print("\n=== conformance report ===")
         print(summarise(junit))
@@ -149,6 +149,19 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="one object per worker")
     plan.add_argument("--topology", action="append", default=[], metavar="NAME")
     plan.add_argument("--model", action="append", default=[], metavar="KEY=REF")
+    history = commands.add_parser(
+        "history",
+        help="run the conformance suite on several Dynamo releases; one table of what each did",
+    )
+    history.add_argument(
+        "--releases",
+        default="0.7.1,0.8.1,1.6.1",
+        help="comma list of ai-dynamo versions (each but the harness's own needs "
+        "`bash ci/setup.sh --dynamo VERSION` first)",
+    )
+    history.add_argument("--topology", action="append", default=[], metavar="NAME")
+    history.add_argument("--envs-dir", default=None, help="where the release environments are")
+    history.add_argument("--out", default=None, help="folder for the table (default reports/)")
     models = commands.add_parser(
         "models", help="GPU-tier models: list where each is, or fetch them into the HF cache"
     )
@@ -195,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
             print(plan_command(catalogue_module.load(), args))
         elif args.command == "models":
             return models_command(args)
+        elif args.command == "history":
+            from harness.history.command import history_command
+
+            return history_command(args, catalogue_module.load())
     except (KeyError, ValueError) as bad_input:  # unknown topology, bad --model
         parser.error(str(bad_input.args[0] if bad_input.args else bad_input))
     return 0

@@ -17,7 +17,7 @@ VIDEOS = "Videos"
 @dataclass(frozen=True)
 class ExpectedCard:
     model_type: str
-    model_input: str
+    model_input: str | None  # None: not part of this contract
     worker_type: str
     needs: tuple[tuple[str, ...], ...] = ()
     public: bool = True  # the frontend must list this worker's model to clients

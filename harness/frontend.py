@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from harness.deadline import Deadline
 from harness.infra import Endpoints
 from harness.loopback import LOOPBACK, ProcessPorts, inherited_env, loopback_env
 from harness.processes import ManagedProcess
+from harness.runtime import dynamo_env
 from harness.runtime.launch import hugging_face_env
 
 READY_DEADLINE_S = 60.0
@@ -73,7 +73,7 @@ def start_frontend(
     proc = ManagedProcess(
         role="frontend",
         argv=[
-            sys.executable,
+            dynamo_env.active().python,
             "-m",
             "dynamo.frontend",
             "--http-host",

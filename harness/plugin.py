@@ -23,15 +23,17 @@ from harness import catalogue, ports, usage
 from harness.deployment import Deployment, Session, Settings
 from harness.deployment.timeline import HEADER
 from harness.frontend import start_frontend
+from harness.history import record
 from harness.infra import PROVIDERS, Endpoints, select_provider
 from harness.infra.local_process import LocalProcessProvider
 from harness.model_source import ModelSource, describe_models, model_source
 from harness.observer import DiscoveryObserver
 from harness.processes import install_cleanup_handlers
-from harness.runtime import gpus, spawn, tier
+from harness.requests import Reply
+from harness.runtime import dynamo_env, gpus, spawn, tier
 from harness.runtime.launch import template_env
 from harness.runtime.models import apply_overrides
-from harness.topology import Scenario, Topology
+from harness.topology import Scenario, Topology, UnsupportedRelease
 from harness.violations import ContractFailure
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,6 +126,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="seconds between 'still starting' lines while a deployment starts",
     )
     group.addoption(
+        "--dynamo-env",
+        default=None,
+        help="a Dynamo release environment (built by `ci/setup.sh --dynamo VERSION`) whose "
+        "frontend and workers the run drives; default: the harness's own",
+    )
+    group.addoption(
+        "--probe-after-failure",
+        action="store_true",
+        help="when a deployment fails readiness, still send its topology's requests and "
+        "record the answers (for the conformance history)",
+    )
+    group.addoption(
         "--list-deadline",
         type=float,
         default=None,
@@ -143,8 +157,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
     try:
+        if config.getoption("dynamo_env"):
+            chosen_env = dynamo_env.resolve(config.getoption("dynamo_env"))
+            os.environ[dynamo_env.ENV_VARIABLE] = chosen_env.python
         apply_overrides({}, config.getoption("model"))
-        config.stash[SPAWN_KEY] = spawn.spawn_mode(config.getoption("spawn"), chosen_tier(config))
+        config.stash[SPAWN_KEY] = spawn.spawn_mode(
+            config.getoption("spawn"), chosen_tier(config), dynamo_env.active().own
+        )
         config.stash[FAULTS_KEY] = usage.injected_faults(
             config.getoption("inject_fault"), catalogue.load()
         )
@@ -189,6 +208,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     choice = session.config.stash[TIER_KEY]
     reporter.write_line(f"discovery harness: {choice.describe()}")
+    reporter.write_line(f"discovery harness: Dynamo: {dynamo_env.active().describe()}")
     models = describe_models(choice.tier, session.config.getoption("model"))
     reporter.write_line(f"discovery harness: models: {models}")
     if choice.tier == tier.GPU:
@@ -202,8 +222,15 @@ def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology,
     if "scenario" not in metafunc.fixturenames:
         return
     chosen = chosen_tier(metafunc.config)
+    version = dynamo_env.active().version
     params = []
-    for topology in topologies:
+    for declared in topologies:
+        try:  # as the run's Dynamo release deploys it (an older release: its era's workers)
+            topology = declared.for_release(version)
+        except UnsupportedRelease as reason:
+            skip = pytest.mark.skip(reason=str(reason))
+            params.append(pytest.param(Scenario.packed(declared), id=declared.name, marks=skip))
+            continue
         common = [getattr(pytest.mark, m) for m in topology.marks]
         if chosen == tier.CPU:
             marks = [*common, pytest.mark.gpu_0, pytest.mark.timeout(topology.timeout_s)]
@@ -456,7 +483,12 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
             pytest.skip("fault injection needs the CPU tier")
         deployment = Deployment(what, session, faults=faults, **options)
         started.append(deployment)
-        return deployment.start().await_ready()
+        try:
+            return deployment.start().await_ready()
+        except ContractFailure:
+            if request.config.getoption("probe_after_failure"):
+                _probe(deployment)
+            raise
 
     failures: list[ContractFailure] = []
     try:
@@ -469,9 +501,22 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
                     deployment.verify()
                 except ContractFailure as failure:
                     failures.append(failure)
+            properties = request.node.user_properties
+            properties += record.reply_properties(deployment.replies)
+            properties += record.violation_properties(deployment.found)
             session.stops.submit(deployment.namespace, deployment.stop)
     if failures:
         raise failures[0]
+
+
+def _probe(deployment: Deployment) -> None:
+    """After a failed readiness, what clients would get: each of the topology's requests,
+    once, answers recorded (a 200 here beside a worker with no card is the #4486 shape)."""
+    for kind in deployment.topology.requests:
+        try:
+            deployment.send(kind)
+        except Exception as error:  # a refused connection is an answer too, for the history
+            deployment.replies.append(Reply(kind, "", 0, f"no answer: {error}", ""))
 
 
 # -- an infra of its own (edge tests that restart or pause etcd and NATS) --------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from harness.contract import ExpectedCard
@@ -107,6 +108,33 @@ class GpuProfile:
 
 
 @dataclass(frozen=True)
+class Era:
+    """How a topology is deployed and what it must register in an older range of Dynamo
+    releases (their flags, workers and cards differ), or why it has no such deployment."""
+
+    releases: str  # a PEP 440 range of ai-dynamo versions, e.g. ">=0.7,<0.9"
+    workers: tuple[WorkerSpec, ...] = ()
+    requests: tuple[str, ...] | None = None  # None: the topology's own
+    unsupported: str | None = None  # the reason the topology is skipped in this range
+    # Dynamo <0.9 takes the namespace from DYN_NAMESPACE only (no --namespace flag).
+    namespace_flag: bool = True
+    # The request plane the era's workers serve on ("tcp" or "nats": <0.9 knows NATS only).
+    request_plane: str = "tcp"
+    # A served model name the era's workers insist on (0.7/0.8's encode worker accepts only
+    # the model names it knows); None: the harness's unique name per deployment.
+    served_model_name: str | None = None
+
+    def covers(self, version: str) -> bool:
+        from packaging.specifiers import SpecifierSet
+
+        return SpecifierSet(self.releases).contains(version, prereleases=True)
+
+
+class UnsupportedRelease(LookupError):
+    """The topology has no deployment declared for this Dynamo release."""
+
+
+@dataclass(frozen=True)
 class Topology:
     name: str
     workers: tuple[WorkerSpec, ...]
@@ -124,6 +152,37 @@ class Topology:
     # CPU tier: run with -m nightly only (too slow there for every run; the GPU tier's
     # schedule is GpuProfile.nightly).
     cpu_nightly: bool = False
+    # The ai-dynamo releases `workers` describe; older ranges are declared in `eras`.
+    releases: str = ">=1.6"
+    eras: tuple[Era, ...] = ()
+    # Set on a topology made for an era by `for_release` (how the harness launches it).
+    era: Era | None = None
+
+    def for_release(self, version: str) -> Topology:
+        """This topology as the given Dynamo release deploys it; UnsupportedRelease (with the
+        reason) where the catalogue declares none."""
+        from packaging.specifiers import SpecifierSet
+
+        if version == "unknown" or SpecifierSet(self.releases).contains(version, True):
+            return self
+        era = next((e for e in self.eras if e.covers(version)), None)
+        if era is None:
+            raise UnsupportedRelease(
+                f"{self.name}: no contract declared for ai-dynamo {version} (the catalogue "
+                f"describes {self.releases}"
+                + "".join(f", {e.releases}" for e in self.eras if not e.unsupported)
+                + ")"
+            )
+        if era.unsupported:
+            raise UnsupportedRelease(f"{self.name} on ai-dynamo {version}: {era.unsupported}")
+        return dataclasses.replace(
+            self,
+            workers=era.workers,
+            requests=self.requests if era.requests is None else era.requests,
+            known_violations=(),
+            eras=(),
+            era=era,
+        )
 
     @property
     def public_workers(self) -> tuple[WorkerSpec, ...]:

@@ -31,6 +31,7 @@ from harness.topology import (
     WorkerSpec,
 )
 from harness.violations import LISTED_EARLY
+from scenarios import eras
 
 # The GPU tier's model per asset key; defaults follow Dynamo's own sglang GPU tests and fit a
 # 24 GiB runner. Each is overridable with `--model KEY=NAME_OR_PATH`.
@@ -124,6 +125,7 @@ _TEXT_REQUESTS = ("chat", "chat-stream", "completion")
 
 AGGREGATED = Topology(
     name="aggregated",
+    eras=eras.AGGREGATED_ERAS,
     workers=(
         _worker(
             "worker", "backend", "text", ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated")
@@ -192,6 +194,7 @@ DISAGGREGATED = Topology(
 
 EMBEDDING_TOPOLOGY = Topology(
     name="embedding",
+    eras=eras.EMBEDDING_ERAS,
     workers=(
         _worker(
             "embedding",
@@ -208,6 +211,7 @@ EMBEDDING_TOPOLOGY = Topology(
 
 RERANK_TOPOLOGY = Topology(
     name="rerank",
+    eras=eras.RERANK_ERAS,
     workers=(
         _worker(
             "rerank",
@@ -224,6 +228,7 @@ RERANK_TOPOLOGY = Topology(
 
 MM_ENCODE_PD = Topology(
     name="mm-encode-pd",
+    eras=eras.MM_ENCODE_PD_ERAS,
     workers=(
         _MM_ENCODER,
         _worker(
@@ -267,6 +272,7 @@ MM_ENCODE_PD = Topology(
 
 MM_ENCODE_P_D = Topology(
     name="mm-encode-p-d",
+    eras=eras.MM_ENCODE_P_D_ERAS,
     workers=(
         _MM_ENCODER,
         _worker(
@@ -344,6 +350,7 @@ MM_ENCODE_P_D = Topology(
 
 IMAGE_DIFFUSION = Topology(
     name="image-diffusion",
+    eras=eras.DIFFUSION_ERAS,
     workers=(
         _worker(
             "image-diffusion",
@@ -363,6 +370,7 @@ IMAGE_DIFFUSION = Topology(
 
 VIDEO_GENERATION = Topology(
     name="video-generation",
+    eras=eras.DIFFUSION_ERAS,
     workers=(
         _worker(
             "video-generation",
@@ -534,6 +542,7 @@ GATEWAY = Topology(
 
 LLM_DIFFUSION = Topology(
     name="llm-diffusion",
+    eras=eras.DIFFUSION_ERAS,
     workers=(
         _worker(
             "diffusion-llm",

@@ -22,5 +22,5 @@ def test_registers_and_serves(scenario, deploy):
     deployment = deploy(scenario)
     replies = [deployment.send(kind) for kind in scenario.topology.requests]
     assert all(reply.ok for reply in replies), "\n".join(r.describe() for r in replies)
-    assert deployment.advertised_addresses() == {"127.0.0.1"}
+    assert deployment.advertised_addresses() == deployment.loopback_addresses()
     deployment.verify()

@@ -26,6 +26,7 @@ def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
         (["--port-range", "30000-30010"], "a session needs at least 64"),
         (["--port-range", "80-90000"], "needs 1024 <= LOW < HIGH <= 32767"),
         (["--tier", "gpu", "--spawn", "zygote"], "--spawn zygote exists on the CPU tier only"),
+        (["--dynamo-env", "/no/such/env"], "no python interpreter there"),
     ],
     ids=[
         "unknown-role",
@@ -35,6 +36,7 @@ def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
         "small-range",
         "bad-range",
         "zygote-on-gpu",
+        "no-dynamo-env",
     ],
 )
 def test_bad_option_is_a_usage_error(args, says):

@@ -5,8 +5,8 @@
   (which would launch scheduler processes on a GPU) and `shutdown` are replaced. It still
   runs sglang's own port and model-config resolution.
 * `CpuTokenizerManager` subclasses the real `TokenizerManager` without its `__init__` (no
-  ZMQ to schedulers) and answers `generate_request` with deterministic tokens, embeddings
-  or rerank scores, in the shapes sglang streams.
+  ZMQ to schedulers); `workers.stand_in_generation` answers `generate_request` with
+  deterministic tokens, embeddings or rerank scores, in the shapes sglang streams.
 * `CpuMMEncoder` and `CpuDiffGenerator` stand in for the vision encoder and the diffusion
   pipeline with fixed-size outputs.
 
@@ -17,34 +17,24 @@ these rely on change.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import types
-import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from sglang.srt.configs.model_config import ModelConfig
 from sglang.srt.entrypoints.engine import Engine
-from sglang.srt.managers.io_struct import (
-    EmbeddingReqInput,
-    GenerateReqInput,
-    LoRAUpdateOutput,
-    UnloadLoRAAdapterReqInput,
-)
+from sglang.srt.managers.io_struct import LoRAUpdateOutput, UnloadLoRAAdapterReqInput
 from sglang.srt.managers.tokenizer_manager import TokenizerManager
 from sglang.srt.runtime_context import publish
 from sglang.srt.server_args import PortArgs, ServerArgs
 from transformers import AutoTokenizer
 
+from workers.stand_in_generation import MAX_TOTAL_TOKENS, StandInGeneration
+
 logger = logging.getLogger("workers.cpu_engine")
 
-# What the stand-in "generates": real tokens of the tiny model's tokenizer.
-REPLY_TEXT = "Hello! The quick brown fox jumps over the lazy dog."
-MAX_TOTAL_TOKENS = 65536
-EMBEDDING_DIM = 16
 IMAGE_GRID_THW = (1, 4, 4)  # one frame of 4x4 patches -> 4 tokens after a 2x2 merge
 
 
@@ -55,7 +45,7 @@ def _resolve_server_args(server_args: ServerArgs) -> None:
     publish(server_args, role="tokenizer")
 
 
-class CpuTokenizerManager(TokenizerManager):
+class CpuTokenizerManager(StandInGeneration, TokenizerManager):
     """The real TokenizerManager class, fed by an in-process generator instead of schedulers."""
 
     def __init__(self, server_args: ServerArgs, model_config: ModelConfig) -> None:
@@ -69,13 +59,12 @@ class CpuTokenizerManager(TokenizerManager):
         self.mm_processor = None
         self.is_generation = model_config.is_generation
         self.num_reserved_tokens = 0
-        self.rid_to_state: dict[str, Any] = {}
         self.is_pause = False
         self.is_pause_cond = asyncio.Condition()
         self.initial_weights_loaded = True
         self.startup_time = 0.0
         self._subprocess_watchdog = None
-        self._reply_ids = self.tokenizer.encode(REPLY_TEXT, add_special_tokens=False)
+        self.init_stand_in_generation()
         # sglang's own LoRA bookkeeping (registry, lock, caches); only the fan-out to the
         # scheduler ranks is stood in for, below.
         self.init_lora()
@@ -89,89 +78,6 @@ class CpuTokenizerManager(TokenizerManager):
         else:
             loaded[obj.lora_name] = obj.lora_path
         return [LoRAUpdateOutput(success=True, loaded_adapters=loaded)]
-
-    def validate_total_tokens(self, *args: Any, **kwargs: Any) -> None:
-        """The stand-in has no KV-cache limit to enforce."""
-
-    def abort_request(self, rid: str = "", abort_all: bool = False) -> None:
-        self.rid_to_state.pop(rid, None)
-
-    def auto_create_handle_loop(self) -> None:
-        """No scheduler responses to pump."""
-
-    async def generate_request(
-        self, obj: GenerateReqInput | EmbeddingReqInput, request: Any = None
-    ) -> AsyncIterator[Any]:
-        if isinstance(obj, EmbeddingReqInput):
-            yield self._embed(obj)
-            return
-        async for chunk in self._generate(obj):
-            yield chunk
-
-    async def _generate(self, obj: GenerateReqInput) -> AsyncIterator[dict[str, Any]]:
-        params = obj.sampling_params or {}
-        if isinstance(params, list):
-            params = params[0] if params else {}
-        max_new = params.get("max_new_tokens") or len(self._reply_ids)
-        reply = self._reply_ids[: max(1, min(max_new, len(self._reply_ids)))]
-        prompt_tokens = len(obj.input_ids or []) if obj.input_ids is not None else 0
-        rid = obj.rid if isinstance(obj.rid, str) else uuid.uuid4().hex
-        # Like the real manager, own the request id while it runs (Dynamo's multimodal
-        # prefill handler waits for it to appear here).
-        self.rid_to_state[rid] = obj
-        try:
-            async for chunk in self._stream(reply, rid, prompt_tokens, max_new):
-                yield chunk
-        finally:
-            self.rid_to_state.pop(rid, None)
-
-    async def _stream(
-        self, reply: list[int], rid: str, prompt_tokens: int, max_new: int
-    ) -> AsyncIterator[dict[str, Any]]:
-        step = 4
-        for start in range(0, len(reply), step):
-            await asyncio.sleep(0)
-            last = start + step >= len(reply)
-            yield {
-                "output_ids": reply[start : start + step],
-                "text": "",
-                "meta_info": {
-                    "id": rid,
-                    "finish_reason": {
-                        "type": "length" if max_new <= len(reply) else "stop",
-                        "matched": None,
-                    }
-                    if last
-                    else None,
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": min(start + step, len(reply)),
-                    "cached_tokens": 0,
-                },
-            }
-
-    def _embed(self, obj: EmbeddingReqInput) -> Any:
-        items = obj.text if obj.text is not None else obj.input_ids
-        batch = isinstance(items, list) and items and not isinstance(items[0], int)
-        inputs = items if batch else [items]
-        results = []
-        for item in inputs:
-            digest = hashlib.sha256(repr(item).encode()).digest()
-            if obj.is_cross_encoder_request:
-                embedding: Any = [digest[0] / 255.0]
-            else:
-                embedding = [b / 255.0 for b in digest[:EMBEDDING_DIM]]
-            results.append(
-                {
-                    "embedding": embedding,
-                    "meta_info": {
-                        "id": uuid.uuid4().hex,
-                        "prompt_tokens": len(repr(item)) // 4 + 1,
-                        "finish_reason": {"type": "stop"},
-                        "cached_tokens": 0,
-                    },
-                }
-            )
-        return results if batch else results[0]
 
 
 class CpuEngine(Engine):

@@ -9,6 +9,7 @@ harness's command builder, harness.runtime.launch, adds `--device cpu`).
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 
 from workers import torchvision_shim
@@ -36,10 +37,27 @@ def install_stand_ins() -> None:
     multimodal_gen.DiffGenerator = CpuDiffGenerator
 
 
+def dynamo_release() -> tuple[int, ...]:
+    """The installed ai-dynamo's version, as numbers (a release environment may be older)."""
+    from importlib.metadata import version
+
+    return tuple(int(part) for part in version("ai-dynamo").split(".")[:3] if part.isdigit())
+
+
+def install_release_stand_ins() -> None:
+    """The stand-ins of the installed release's era: 1.x, or the 0.7/0.8 multimodal design."""
+    if dynamo_release() < (0, 9):
+        from workers import legacy_stand_ins
+
+        legacy_stand_ins.install()
+    else:
+        install_stand_ins()
+
+
 def main(argv: list[str] | None = None) -> None:
     harness, dynamo_argv = _harness_args(sys.argv[1:] if argv is None else argv)
     torchvision_shim.apply()
-    install_stand_ins()
+    install_release_stand_ins()
 
     from workers import faults
 
@@ -51,7 +69,8 @@ def main(argv: list[str] | None = None) -> None:
     # What dynamo.sglang sees as its command line (the gateway re-runs sys.argv[1:] in its
     # children): the Dynamo argv alone, as under `python -m dynamo.sglang`.
     sys.argv = [sys.argv[0], *dynamo_argv]
-    uvloop.run(worker(dynamo_argv))
+    # 0.x parses sys.argv itself; 1.x takes the argv.
+    uvloop.run(worker(dynamo_argv) if inspect.signature(worker).parameters else worker())
 
 
 if __name__ == "__main__":

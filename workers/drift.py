@@ -39,9 +39,107 @@ def _load(path: str) -> Any:
 
 
 def report() -> list[str]:
-    from workers import torchvision_shim
+    """The stand-ins of the installed release's era, checked against that release."""
+    from workers import cpu_sglang, torchvision_shim
 
     torchvision_shim.apply()
+    if cpu_sglang.dynamo_release() < (0, 9):
+        return legacy_report()
+    return current_report()
+
+
+def legacy_report() -> list[str]:
+    """ai-dynamo 0.7/0.8 with sglang 0.5.4-0.5.6 (workers.legacy_stand_ins)."""
+    from workers import legacy_stand_ins as legacy
+
+    legacy.install()
+    engine = _load("sglang.srt.entrypoints.engine.Engine")
+    tokenizer_manager = _load("sglang.srt.managers.tokenizer_manager.TokenizerManager")
+    connector = _load("dynamo.nixl_connect.Connector")
+    stand_in_engine, stand_in_manager = legacy.legacy_engine_classes()
+    vision = _load("transformers.Qwen2_5_VLModel")
+    pairs = [
+        ("Engine.__init__", engine.__init__, stand_in_engine.__init__),
+        ("Engine.shutdown", engine.shutdown, stand_in_engine.shutdown),
+        (
+            "TokenizerManager.generate_request",
+            tokenizer_manager.generate_request,
+            stand_in_manager.generate_request,
+        ),
+        (
+            "TokenizerManager.abort_request",
+            tokenizer_manager.abort_request,
+            stand_in_manager.abort_request,
+        ),
+        ("Connector.__init__", connector.__init__, legacy.CpuConnector.__init__),
+        (
+            "Connector.create_readable",
+            connector.create_readable,
+            legacy.CpuConnector.create_readable,
+        ),
+        ("Connector.begin_read", connector.begin_read, legacy.CpuConnector.begin_read),
+        (
+            "Qwen2_5_VLModel.get_image_features",
+            vision.get_image_features,
+            legacy.CpuVisionTower.get_image_features,
+        ),
+    ]
+    problems = [p for label, real, fake in pairs for p in compare_signatures(label, real, fake)]
+    problems += missing_attributes("Engine", engine, ["async_generate", "async_encode"])
+    problems += missing_attributes(
+        "PortArgs", _load("sglang.srt.server_args.PortArgs"), ["init_new"]
+    )
+    problems += missing_attributes(
+        "ModelConfig",
+        _load("sglang.srt.configs.model_config.ModelConfig"),
+        ["from_server_args"],
+    )
+    connect = importlib.import_module("dynamo.nixl_connect")
+    problems += missing_attributes("dynamo.nixl_connect", connect, ["RdmaMetadata", "Descriptor"])
+    problems += missing_attributes("OperationKind", connect.OperationKind, ["READ"])
+    fields = connect.RdmaMetadata.model_fields
+    problems += [
+        f"RdmaMetadata has no field {name!r}"
+        for name in ("nixl_metadata", "notification_key", "operation_kind")
+        if name not in fields
+    ]
+    problems += missing_attributes("Descriptor", connect.Descriptor, ["ptr", "size"])
+    # Where the era's Dynamo looks the replaced parts up.
+    encode = importlib.import_module(
+        "dynamo.sglang.request_handlers.multimodal.encode_worker_handler"
+    )
+    problems += missing_attributes("encode_worker_handler", encode, ["AutoModel", "connect"])
+    problems += missing_attributes("sglang", importlib.import_module("sglang"), ["Engine"])
+    register = importlib.import_module("dynamo.sglang.register")
+    problems += missing_attributes(
+        "dynamo.sglang.register", register, ["register_llm_with_readiness_gate"]
+    )
+    problems += _transfer_round_trip(legacy)
+    return problems
+
+
+def _transfer_round_trip(legacy: Any) -> list[str]:
+    """The connector stand-in really moves bytes: one transfer through the real metadata model."""
+    import asyncio
+
+    import torch
+    from dynamo.nixl_connect import Descriptor, RdmaMetadata
+
+    sent = torch.arange(12, dtype=torch.float16).reshape(3, 4)
+    received = torch.zeros_like(sent)
+
+    async def transfer() -> None:
+        connector = legacy.CpuConnector()
+        with await connector.create_readable(Descriptor(sent)) as readable:
+            wire = RdmaMetadata.model_validate_json(readable.metadata().model_dump_json())
+            await (await connector.begin_read(wire, Descriptor(received))).wait_for_completion()
+
+    asyncio.run(transfer())
+    return [] if torch.equal(sent, received) else ["CpuConnector did not move the bytes"]
+
+
+def current_report() -> list[str]:
+    """ai-dynamo 1.x with its sglang (workers.cpu_engine)."""
     from workers import cpu_engine as stand_ins
 
     engine = _load("sglang.srt.entrypoints.engine.Engine")

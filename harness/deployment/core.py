@@ -9,7 +9,6 @@ frontend lists each public model, then lets the test send requests. Every findin
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import os
 import signal
 import time
@@ -49,7 +48,7 @@ from harness.observer import DiscoveryObserver, DiscoveryState
 from harness.processes import ManagedProcess, stop_all
 from harness.records import ModelCard
 from harness.requests import Reply, send
-from harness.runtime import gpus
+from harness.runtime import dynamo_env, gpus
 from harness.runtime.launch import WorkerSite, placeholders, worker_command
 from harness.runtime.spawn import FRESH
 from harness.topology import Scenario, Topology, WorkerSpec
@@ -104,9 +103,11 @@ class Deployment:
         self.fault_delay_s = fault_delay_s
         self.strict = strict  # self-tests see known violations too
         self.known_seen: list[tuple[Violation, str]] = []
+        self.found: list[Violation] = []  # every violation a verdict raised (for the history)
         suffix = uuid.uuid4().hex[:6]
         self.namespace = f"h-{topology.name}-{suffix}"
-        self.model_name = f"{topology.name}-{suffix}"
+        era_name = topology.era.served_model_name if topology.era else None
+        self.model_name = era_name or f"{topology.name}-{suffix}"
         self.workers: list[Worker] = []
         # Discovery backend and request / event planes: the session's (etcd, TCP, NATS), or
         # others for this deployment alone, with a frontend and an observer of its own.
@@ -257,7 +258,7 @@ class Deployment:
             cwd=ROOT,
             spawner=self._spawner,
         ).start()
-        pinned = spec.pin_request_plane and self.planes.request == TCP
+        pinned = spec.pin_request_plane and self.request_plane == TCP
         return Worker(spec, proc, process_ports, fault, pinned)
 
     def _restart_suffix(self, role: str) -> str:
@@ -386,6 +387,17 @@ class Deployment:
         ns = self.namespace
         return self.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
 
+    @property
+    def request_plane(self) -> str:
+        """What the workers serve requests on: the era's (an older release), else the planes'."""
+        era = self.topology.era
+        return era.request_plane if era else self.planes.request
+
+    def loopback_addresses(self) -> set[str]:
+        """What advertised_addresses() must be: 127.0.0.1 on the TCP request plane; nothing
+        on NATS, where workers are reached by subject, not address."""
+        return {"127.0.0.1"} if self.request_plane == TCP else set()
+
     def listed_models(self) -> set[str]:
         """The model ids GET /v1/models lists now."""
         data = self.client.get("/v1/models").json().get("data", [])
@@ -418,6 +430,7 @@ class Deployment:
             kinds = ", ".join(sorted({v.kind for v in violations}))
             self._stop_progress(f"not ready: {len(violations)} violation(s) ({kinds})")
             self.verdict_given = True
+            self.found += violations
             raise ContractFailure(self.topology.name, violations)
         self._stop_progress("ready")
         self.client.mark_ready()
@@ -541,6 +554,7 @@ class Deployment:
         return checks.interference(state, self.namespace, ours, named)
 
     def _roles_without_card_in_etcd(self) -> list[str]:
+        """Roles with no card on a serving instance of theirs, now."""
         state = self.discovery_now()
         # A role is present once one of its processes has a card (one gateway child serves).
         return [w.role for w in self.workers if w.registers and not self.records(state, w).cards]
@@ -602,7 +616,8 @@ class Deployment:
         ]
         if missing and not checks.servable(present):
             evidence.append(
-                "etcd had no model card yet for "
+                # A card counts once its worker's instance serves (0.7 wrote cards first).
+                "etcd had no serving instance with a model card yet for "
                 + ", ".join(f"'{r}'" for r in self._listing.missing_when_listed)
                 + " when the model first appeared in /v1/models (the frontend's own view "
                 + f"then: {self._listing.ready_when_listed})"
@@ -666,6 +681,7 @@ class Deployment:
         violations += checks.non_loopback_addresses(state, ns)
         violations = self._without_known(violations)
         if violations:
+            self.found += violations
             raise ContractFailure(self.topology.name, violations)
 
     def _without_known(self, violations: list[Violation]) -> list[Violation]:
@@ -717,10 +733,8 @@ class Deployment:
 
 
 def dynamo_version() -> str:
-    try:
-        return importlib.metadata.version("ai-dynamo")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    """The release the run drives (see harness.runtime.dynamo_env)."""
+    return dynamo_env.active().version
 
 
 @dataclass

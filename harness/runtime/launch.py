@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from harness.loopback import (
     offline_hf_env,
     session_env,
 )
+from harness.runtime import dynamo_env
 from harness.runtime.tier import CPU, GPU
 from harness.topology import Scenario, WorkerSpec
 
@@ -159,7 +159,9 @@ def worker_command(
     fault_delay_s: float = 0.0,
 ) -> WorkerCommand:
     placement = scenario.placement.of(spec.role)
-    argv = [sys.executable, "-m", _engine_module(tier)]
+    era = scenario.topology.era
+    namespace_flag = era is None or era.namespace_flag
+    argv = [dynamo_env.active().python, "-m", _engine_module(tier)]
     if fault:
         if tier != CPU:
             raise ValueError("fault injection exists on the CPU tier only")
@@ -169,8 +171,7 @@ def worker_command(
         model_path,
         "--served-model-name",
         site.model_name,
-        "--namespace",
-        site.namespace,
+        *(["--namespace", site.namespace] if namespace_flag else []),
         "--disaggregation-bootstrap-port",
         str(site.ports.bootstrap),
         *(resolve_placeholders(flag, site.shared_ports) for flag in spec.flags),
@@ -182,6 +183,8 @@ def worker_command(
     if not spec.pin_request_plane:  # its own python children inherit this environment
         for name in REQUEST_PLANE_PORTS:
             env.pop(name)
+    if not namespace_flag:  # Dynamo <0.9: the namespace comes from the environment only
+        env["DYN_NAMESPACE"] = site.namespace
     env.update(dict(spec.env))
     env.update(dict(placement.env))
     env.update(hugging_face_env(tier, site.hf_home, hf_offline))

@@ -265,12 +265,15 @@ def _await_gone(child: ForkedChild) -> None:
     child.exited(LOST)
 
 
-def spawn_mode(requested: str, tier: str) -> str:
-    """auto: the template on the CPU tier, fresh processes on the GPU tier (always)."""
+def spawn_mode(requested: str, tier: str, own_dynamo: bool = True) -> str:
+    """auto: the template on the CPU tier, fresh processes on the GPU tier (always) and for
+    another release's environment (the template is built from the harness's own)."""
     if requested == "auto":
-        return ZYGOTE if tier == "cpu" else FRESH
+        return ZYGOTE if tier == "cpu" and own_dynamo else FRESH
     if requested not in SPAWN_MODES:
         raise ValueError(f"--spawn must be auto, fresh or zygote, not {requested!r}")
     if requested == ZYGOTE and tier != "cpu":
         raise ValueError("--spawn zygote exists on the CPU tier only (the GPU tier is fresh)")
+    if requested == ZYGOTE and not own_dynamo:
+        raise ValueError("--spawn zygote needs the harness's own Dynamo (not --dynamo-env)")
     return requested

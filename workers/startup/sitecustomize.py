@@ -12,7 +12,7 @@ if os.environ.get("HARNESS_STAND_INS") == "1":
     from workers import cpu_sglang, faults, torchvision_shim
 
     torchvision_shim.apply()
-    cpu_sglang.install_stand_ins()
+    cpu_sglang.install_release_stand_ins()
     # The fault the parent worker runs with, if any (self-tests of a gateway's children).
     faults.install(
         os.environ.get(faults.FAULT_ENV), float(os.environ.get(faults.FAULT_DELAY_ENV) or 0)

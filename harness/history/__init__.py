@@ -1,0 +1,1 @@
+"""The conformance history: the catalogue run on several Dynamo releases, one table."""

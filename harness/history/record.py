@@ -1,0 +1,46 @@
+"""What one test item found, as JUnit properties: the history reads them back per release.
+
+Each request's answer and each violation is one property, so a run's JUnit file alone says
+what every topology did (a failed readiness included, when the run probes after failures).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from harness.requests import Reply
+from harness.violations import Violation
+
+REQUEST, VIOLATION = "history.request", "history.violation"
+
+
+def reply_properties(replies: Iterable[Reply]) -> list[tuple[str, str]]:
+    return [
+        (REQUEST, json.dumps({"kind": r.kind, "status": r.status, "ok": r.ok})) for r in replies
+    ]
+
+
+def violation_properties(violations: Iterable[Violation]) -> list[tuple[str, str]]:
+    return [
+        (VIOLATION, json.dumps({"kind": v.kind, "role": v.role, "message": v.message}))
+        for v in violations
+    ]
+
+
+@dataclass
+class ItemFindings:
+    """One test item of one release: its outcome, answers and violations."""
+
+    outcome: str  # passed | failed | skipped | error
+    reason: str = ""  # a skip's reason, or the first line of a failure
+    requests: list[dict] = field(default_factory=list)
+    violations: list[dict] = field(default_factory=list)
+    known: list[str] = field(default_factory=list)
+
+    def add(self, name: str, value: str) -> None:
+        if name == REQUEST:
+            self.requests.append(json.loads(value))
+        elif name == VIOLATION:
+            self.violations.append(json.loads(value))

@@ -1,0 +1,114 @@
+"""Run the conformance suite once per Dynamo release and collect what each topology did.
+
+Each release runs in its own pytest process (`--dynamo-env` its environment, or the harness's
+own for its own release), probing after failed readiness so a topology that serves although a
+worker never registered shows both. Nothing here knows which release is buggy: the findings
+come from the JUnit file of each run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.etree import ElementTree
+
+from harness.history.record import ItemFindings
+from harness.runtime import dynamo_env
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFORMANCE_TESTS = "scenarios/test_topologies.py"
+CONFORMANCE_TEST = "test_registers_and_serves"
+DEFAULT_ENVS = ROOT / ".venvs"
+
+
+@dataclass
+class ReleaseRun:
+    release: str
+    env: str  # the interpreter, or why there is none
+    findings: dict[str, ItemFindings] = field(default_factory=dict)  # by topology
+    error: str | None = None  # the run could not happen (no environment, pytest crashed)
+    seconds: float = 0.0
+
+
+def environment_for(release: str, envs_dir: Path) -> dynamo_env.DynamoEnv:
+    """The harness's own environment for its own release, else envs_dir/dynamo-RELEASE."""
+    own = dynamo_env.own()
+    if release == own.version:
+        return own
+    found = dynamo_env.resolve(envs_dir / f"dynamo-{release}")
+    if found.version != release:
+        raise dynamo_env.DynamoEnvError(
+            f"{envs_dir / f'dynamo-{release}'} holds ai-dynamo {found.version}, not {release}"
+        )
+    return found
+
+
+def run_release(
+    release: str, topologies: list[str], envs_dir: Path, out_dir: Path, extra: list[str]
+) -> ReleaseRun:
+    try:
+        env = environment_for(release, envs_dir)
+    except dynamo_env.DynamoEnvError as missing:
+        return ReleaseRun(
+            release, "-", error=f"{missing} (build it: bash ci/setup.sh --dynamo {release})"
+        )
+    junit = out_dir / f"junit-{release}.xml"
+    log = out_dir / f"pytest-{release}.log"
+    items = [f"{CONFORMANCE_TESTS}::{CONFORMANCE_TEST}[{name}]" for name in topologies]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *(items or [CONFORMANCE_TESTS]),
+        "--dynamo-env",
+        env.python,
+        "--probe-after-failure",
+        f"--junitxml={junit}",
+        "-o",
+        "junit_logging=no",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *extra,
+    ]
+    junit.unlink(missing_ok=True)
+    with log.open("w") as sink:
+        done = subprocess.run(argv, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, check=False)
+    run = ReleaseRun(release, env.describe())
+    if not junit.exists():
+        run.error = f"pytest exited {done.returncode} without a report; see {log}"
+        return run
+    run.findings, run.seconds = read_junit(junit)
+    return run
+
+
+def read_junit(junit: Path) -> tuple[dict[str, ItemFindings], float]:
+    """Findings per topology from one run's JUnit file."""
+    root = ElementTree.parse(junit).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    findings: dict[str, ItemFindings] = {}
+    for case in root.iter("testcase"):
+        name = case.get("name", "")
+        if not name.startswith(CONFORMANCE_TEST + "["):
+            continue
+        topology = name[len(CONFORMANCE_TEST) + 1 : -1]
+        item = ItemFindings(*_outcome(case))
+        for prop in case.iter("property"):
+            if prop.get("name") == "known_violation":
+                item.known.append(prop.get("value", ""))
+            else:
+                item.add(prop.get("name", ""), prop.get("value", ""))
+        findings[topology] = item
+    seconds = float(suite.get("time", 0)) if suite is not None else 0.0
+    return findings, seconds
+
+
+def _outcome(case: ElementTree.Element) -> tuple[str, str]:
+    for tag, outcome in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
+        found = case.find(tag)
+        if found is not None:
+            text = found.get("message") or found.text or ""
+            return outcome, text.strip().splitlines()[0] if text.strip() else ""
+    return "passed", ""

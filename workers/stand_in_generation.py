@@ -1,0 +1,117 @@
+"""What every CPU tokenizer-manager stand-in answers, whatever the sglang release.
+
+A mixin for a subclass of the installed sglang's real `TokenizerManager` (see
+`workers.cpu_engine` for 1.x, `workers.legacy_stand_ins` for the 0.7/0.8 era): instead of
+sending requests to scheduler processes, it answers `generate_request` in-process with real
+tokens of the tiny model's tokenizer, deterministic embeddings or rerank scores, in the shapes
+sglang streams. The subclass sets `self.tokenizer` and calls `init_stand_in_generation()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sglang.srt.managers.io_struct import EmbeddingReqInput, GenerateReqInput
+
+# What the stand-in "generates": real tokens of the tiny model's tokenizer.
+REPLY_TEXT = "Hello! The quick brown fox jumps over the lazy dog."
+MAX_TOTAL_TOKENS = 65536
+EMBEDDING_DIM = 16
+STREAM_STEP = 4  # tokens per streamed chunk
+
+
+class StandInGeneration:
+    """generate_request / abort_request of a TokenizerManager with no schedulers behind it."""
+
+    tokenizer: Any
+    rid_to_state: dict[str, Any]
+
+    def init_stand_in_generation(self) -> None:
+        self.rid_to_state = {}
+        self._reply_ids = self.tokenizer.encode(REPLY_TEXT, add_special_tokens=False)
+
+    def validate_total_tokens(self, *args: Any, **kwargs: Any) -> None:
+        """The stand-in has no KV-cache limit to enforce."""
+
+    def abort_request(self, rid: str = "", abort_all: bool = False) -> None:
+        self.rid_to_state.pop(rid, None)
+
+    def auto_create_handle_loop(self) -> None:
+        """No scheduler responses to pump."""
+
+    async def generate_request(
+        self, obj: GenerateReqInput | EmbeddingReqInput, request: Any = None
+    ) -> AsyncIterator[Any]:
+        if isinstance(obj, EmbeddingReqInput):
+            yield self._embed(obj)
+            return
+        async for chunk in self._generate(obj):
+            yield chunk
+
+    async def _generate(self, obj: GenerateReqInput) -> AsyncIterator[dict[str, Any]]:
+        params = obj.sampling_params or {}
+        if isinstance(params, list):
+            params = params[0] if params else {}
+        max_new = params.get("max_new_tokens") or len(self._reply_ids)
+        reply = self._reply_ids[: max(1, min(max_new, len(self._reply_ids)))]
+        prompt_tokens = len(obj.input_ids or []) if obj.input_ids is not None else 0
+        rid = obj.rid if isinstance(obj.rid, str) else uuid.uuid4().hex
+        # Like the real manager, own the request id while it runs (Dynamo's multimodal
+        # prefill handler waits for it to appear here).
+        self.rid_to_state[rid] = obj
+        try:
+            async for chunk in self._stream(reply, rid, prompt_tokens, max_new):
+                yield chunk
+        finally:
+            self.rid_to_state.pop(rid, None)
+
+    async def _stream(
+        self, reply: list[int], rid: str, prompt_tokens: int, max_new: int
+    ) -> AsyncIterator[dict[str, Any]]:
+        for start in range(0, len(reply), STREAM_STEP):
+            await asyncio.sleep(0)
+            last = start + STREAM_STEP >= len(reply)
+            yield {
+                "output_ids": reply[start : start + STREAM_STEP],
+                "text": "",
+                "meta_info": {
+                    "id": rid,
+                    "finish_reason": {
+                        "type": "length" if max_new <= len(reply) else "stop",
+                        "matched": None,
+                    }
+                    if last
+                    else None,
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": min(start + STREAM_STEP, len(reply)),
+                    "cached_tokens": 0,
+                },
+            }
+
+    def _embed(self, obj: EmbeddingReqInput) -> Any:
+        items = obj.text if obj.text is not None else obj.input_ids
+        batch = isinstance(items, list) and items and not isinstance(items[0], int)
+        inputs = items if batch else [items]
+        results = []
+        for item in inputs:
+            digest = hashlib.sha256(repr(item).encode()).digest()
+            if getattr(obj, "is_cross_encoder_request", False):
+                embedding: Any = [digest[0] / 255.0]
+            else:
+                embedding = [b / 255.0 for b in digest[:EMBEDDING_DIM]]
+            results.append(
+                {
+                    "embedding": embedding,
+                    "meta_info": {
+                        "id": uuid.uuid4().hex,
+                        "prompt_tokens": len(repr(item)) // 4 + 1,
+                        "finish_reason": {"type": "stop"},
+                        "cached_tokens": 0,
+                    },
+                }
+            )
+        return results if batch else results[0]
