@@ -35,6 +35,7 @@ from harness.frontend import start_frontend
 from harness.infra.local_process import LocalProcessProvider
 from harness.model_source import TinyModels
 from harness.observer import DiscoveryObserver
+from harness.processes import install_cleanup_handlers
 from harness.runtime.launch import template_env
 from harness.runtime.spawn import FRESH, ZYGOTE, Zygote
 from harness.topology import Topology
@@ -106,8 +107,11 @@ def suite_wall_time(args: list[str]) -> tuple[float, str]:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
     started = time.monotonic()
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    tail = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "?"
-    return time.monotonic() - started, tail
+    lines = result.stdout.strip().splitlines()
+    tail = lines[-1] if lines else "?"
+    # A figure from a run that failed says which tests failed.
+    failed = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
+    return time.monotonic() - started, "; ".join([tail, *failed])
 
 
 def start_session(stack: ExitStack) -> Session:
@@ -155,6 +159,7 @@ def main() -> None:
     parser.add_argument("--latency-samples", type=int, default=50)
     parser.add_argument("--suites", default="", help="comma list of: " + ", ".join(SUITES))
     args = parser.parse_args()
+    install_cleanup_handlers()  # a bench stopped by SIGTERM leaves no process behind
     names = [t.name for t in CATALOGUE] if args.topologies == "all" else args.topologies.split(",")
     print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB")
 
