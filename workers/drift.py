@@ -86,14 +86,7 @@ def legacy_report() -> list[str]:
     ]
     problems = [p for label, real, fake in pairs for p in compare_signatures(label, real, fake)]
     problems += missing_attributes("Engine", engine, ["async_generate", "async_encode"])
-    problems += missing_attributes(
-        "PortArgs", _load("sglang.srt.server_args.PortArgs"), ["init_new"]
-    )
-    problems += missing_attributes(
-        "ModelConfig",
-        _load("sglang.srt.configs.model_config.ModelConfig"),
-        ["from_server_args"],
-    )
+    problems += _engine_construction()
     connect = importlib.import_module("dynamo.nixl_connect")
     problems += missing_attributes("dynamo.nixl_connect", connect, ["RdmaMetadata", "Descriptor"])
     problems += missing_attributes("OperationKind", connect.OperationKind, ["READ"])
@@ -116,6 +109,17 @@ def legacy_report() -> list[str]:
     )
     problems += _transfer_round_trip(legacy)
     return problems
+
+
+def _engine_construction() -> list[str]:
+    """What every era's engine stand-in builds itself from: sglang's ports and model config."""
+    return missing_attributes(
+        "PortArgs", _load("sglang.srt.server_args.PortArgs"), ["init_new"]
+    ) + missing_attributes(
+        "ModelConfig",
+        _load("sglang.srt.configs.model_config.ModelConfig"),
+        ["from_server_args"],
+    )
 
 
 def _transfer_round_trip(legacy: Any) -> list[str]:
@@ -204,14 +208,7 @@ def current_report() -> list[str]:
     problems += missing_attributes(
         "ServerArgs", _load("sglang.srt.server_args.ServerArgs"), ["resolve_once"]
     )
-    problems += missing_attributes(
-        "PortArgs", _load("sglang.srt.server_args.PortArgs"), ["init_new"]
-    )
-    problems += missing_attributes(
-        "ModelConfig",
-        _load("sglang.srt.configs.model_config.ModelConfig"),
-        ["from_server_args"],
-    )
+    problems += _engine_construction()
     problems += missing_attributes(
         "sglang.srt.runtime_context",
         importlib.import_module("sglang.srt.runtime_context"),
