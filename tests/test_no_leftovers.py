@@ -38,7 +38,14 @@ def _inner_pytest(ledger: Path, infra: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # A command a non-interactive shell runs in the background inherits SIGINT ignored
+        # (so does a CI script started with `&`): give the inner run a Ctrl-C that works.
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _survivors(ledger: Path) -> list[str]:
