@@ -76,6 +76,10 @@ class Spawner(Protocol):
         self, argv: list[str], env: dict[str, str], cwd: Path | None, log_path: Path
     ) -> ProcessHandle: ...
 
+    def wait_ready(self, deadline: Deadline) -> object:
+        """Block until it can start processes (a template: its imports done)."""
+        ...
+
 
 @dataclass
 class ManagedProcess:

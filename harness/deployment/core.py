@@ -9,6 +9,7 @@ frontend lists each public model, then lets the test send requests. Every findin
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import time
@@ -64,6 +65,8 @@ from harness.violations import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+
+TEMPLATE_IMPORT_DEADLINE_S = 180.0  # the worker template's imports, once a session
 
 
 class Deployment:
@@ -135,9 +138,15 @@ class Deployment:
         self._frontend_log_offset = session.frontend.log_offset() if frontend == SHARED else 0
         self._listing = ListingWatch(base_url, self.model_name, self._roles_without_card_in_etcd)
         self._killed: set[str] = set()
+        # Roles still alive a stop grace after kill(): SIGKILLed then (reported by the edges).
+        self.escalated: list[str] = []
         self._retired: list[Worker] = []  # workers replaced by a restart
         self.strays: list[Worker] = []  # started into the namespace, not of the topology
-        self._deadline = Deadline(session.settings.register_deadline(self.scenario))
+        # Fresh processes here (spawn="fresh") get the fresh deadline, whatever the session's.
+        settings = session.settings
+        if self._spawner is None and settings.spawn != FRESH:
+            settings = dataclasses.replace(settings, spawn=FRESH)
+        self._deadline = Deadline(settings.register_deadline(self.scenario))
         self._not_started: list[Violation] = []
         self._gpus = (
             gpus.assign(self.scenario.placement, session.gpu_share)
@@ -159,6 +168,11 @@ class Deployment:
         start one at a time, each serving (instance in etcd) before the next starts."""
         for spec in self.topology.workers:  # a missing model fails before anything starts
             self.session.models(self.topology.name, spec.model)
+        if self._spawner is not None:
+            # The template's own imports (once a session; slow on a cold page cache) are not
+            # the workers' start: their deadline begins once the template can fork.
+            self._spawner.wait_ready(Deadline(TEMPLATE_IMPORT_DEADLINE_S))
+            self._deadline = Deadline(self._deadline.seconds)
         if self.session.progress is not None:
             label = f"{self.topology.name}-{self.scenario.placement.name} {self.namespace}"
             progress = StartProgress(
@@ -336,13 +350,19 @@ class Deployment:
 
     def kill(self, role: str, sig: signal.Signals = signal.SIGKILL) -> None:
         """Signal one worker's process group (SIGKILL: its keys stay until the lease expires;
-        SIGTERM: Dynamo's graceful shutdown) and wait up to its stop grace for it to exit.
+        SIGTERM: Dynamo's graceful shutdown) and wait up to its stop grace for it to exit;
+        still alive then, it gets SIGKILL, as from a supervisor (recorded in `escalated`).
         It is then expected to be gone: verify() does not report its exit."""
         worker = self.worker(role)
         self._killed.add(role)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(worker.pid, sig)
         worker.proc.popen_wait(self.session.settings.stop_grace_s)
+        if worker.proc.alive():  # as a supervisor does after its grace period
+            self.escalated.append(role)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker.pid, signal.SIGKILL)
+            worker.proc.popen_wait(self.session.settings.stop_grace_s)
 
     def restart(self, role: str) -> Worker:
         """Start the worker again, as a real restart would: a new process on new ports. The

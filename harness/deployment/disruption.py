@@ -37,6 +37,7 @@ class Departure:
     keys_gone_s: float | None  # signal -> the last of its keys deleted (None: still there)
     unlisted_s: float | None  # signal -> the model no longer in /v1/models (None: still listed)
     statuses: Counter[int] = field(default_factory=Counter)  # gap probes, by status
+    escalated: bool = False  # still running a stop grace after the signal: SIGKILLed then
 
     def describe(self) -> str:
         return (
@@ -45,6 +46,7 @@ class Departure:
             f"{_seconds(self.keys_gone_s)}, model "
             f"unlisted after {_seconds(self.unlisted_s)}; statuses during the gap: "
             f"{dict(sorted(self.statuses.items()))}"
+            + ("; the process outlived its stop grace and was SIGKILLed" if self.escalated else "")
         )
 
 
@@ -97,6 +99,7 @@ def depart(deployment: Deployment, role: str, sig: signal.Signals, within_s: flo
         keys_gone_s=gone,
         unlisted_s=None if unlisted is None else unlisted - started,
         statuses=prober.statuses,
+        escalated=role in deployment.escalated,
     )
 
 
