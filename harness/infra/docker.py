@@ -18,6 +18,7 @@ from harness.infra.base import Endpoints, InfraUnavailable, nats_connects
 ETCD_IMAGE = os.environ.get("HARNESS_ETCD_IMAGE", "quay.io/coreos/etcd:v3.4.23")
 NATS_IMAGE = os.environ.get("HARNESS_NATS_IMAGE", "docker.io/library/nats:2.9.10")
 READY_TIMEOUT_S = 60
+PING_TIMEOUT_S = 20
 
 
 def _docker_reachable() -> str | None:
@@ -25,7 +26,9 @@ def _docker_reachable() -> str | None:
     try:
         import docker
 
-        client = docker.from_env(timeout=3)
+        # A socket that answers refuses at once; a cold engine (podman's API service, a
+        # loaded machine) may take seconds for its first answer.
+        client = docker.from_env(timeout=PING_TIMEOUT_S)
         client.ping()
     except Exception as exc:
         return f"no Docker-API engine reachable ({type(exc).__name__}: {exc})"
