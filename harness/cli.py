@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness import catalogue as catalogue_module
 from harness.catalogue import Catalogue
-from harness.history.run import CONFORMANCE_TESTS
+from harness.history.run import CONFORMANCE_TESTS, outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_DIR = ROOT / "reports"
@@ -107,14 +107,12 @@ def summarise(junit: Path) -> str:
     root = ElementTree.parse(junit).getroot()
     lines = []
     for case in root.iter("testcase"):
-        outcome = "passed"
-        for tag in ("failure", "error", "skipped"):
-            if case.find(tag) is not None:
-                outcome = {"failure": "FAILED", "error": "ERROR", "skipped": "skipped"}[tag]
+        found, _ = outcome(case)
+        shown = {"failed": "FAILED", "error": "ERROR"}.get(found, found)
         properties = {p.get("name"): p.get("value") for p in case.iter("property")}
         known = [v for k, v in properties.items() if k == "known_violation"]
         extra = f"  (known: {'; '.join(known)})" if known else ""
-        lines.append(f"{outcome:<8} {case.get('name')} {float(case.get('time', 0)):6.1f}s{extra}")
+        lines.append(f"{shown:<8} {case.get('name')} {float(case.get('time', 0)):6.1f}s{extra}")
     return "\n".join(lines)
 
 

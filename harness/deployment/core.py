@@ -9,7 +9,6 @@ frontend lists each public model, then lets the test send requests. Every findin
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import signal
 import time
@@ -143,10 +142,9 @@ class Deployment:
         self._retired: list[Worker] = []  # workers replaced by a restart
         self.strays: list[Worker] = []  # started into the namespace, not of the topology
         # Fresh processes here (spawn="fresh") get the fresh deadline, whatever the session's.
-        settings = session.settings
-        if self._spawner is None and settings.spawn != FRESH:
-            settings = dataclasses.replace(settings, spawn=FRESH)
-        self._deadline = Deadline(settings.register_deadline(self.scenario))
+        self._deadline = Deadline(
+            session.settings.register_deadline(self.scenario, forked=self._spawner is not None)
+        )
         self._not_started: list[Violation] = []
         self._gpus = (
             gpus.assign(self.scenario.placement, session.gpu_share)

@@ -54,17 +54,20 @@ class Settings:
     list_deadline_s: float | None = None  # from the last card to the model in /v1/models
     stop_grace_s: float = 15.0
 
-    def register_deadline(self, scenario: Scenario) -> float:
+    def register_deadline(self, scenario: Scenario, forked: bool | None = None) -> float:
         """For every worker to serve and register, from the deployment's start: the layout's
         start timeout (GPU), 30 s from the template, 120 s for fresh CPU processes (2-3 of
-        them importing at once on 2 cores take up to 30 s)."""
+        them importing at once on 2 cores take up to 30 s). `forked`: whether this
+        deployment's workers come from the template (default: the session's spawn mode)."""
         if self.register_deadline_s is not None:
             return self.register_deadline_s
         if self.tier != "cpu":
             return float(scenario.placement.start_timeout_s)
         if scenario.topology.cpu_register_deadline_s is not None:
             return scenario.topology.cpu_register_deadline_s
-        return 30.0 if self.spawn == ZYGOTE else 120.0
+        if forked is None:
+            forked = self.spawn == ZYGOTE
+        return 30.0 if forked else 120.0
 
     @property
     def card_grace(self) -> float:

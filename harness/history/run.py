@@ -97,7 +97,7 @@ def read_junit(junit: Path) -> tuple[dict[str, ItemFindings], float]:
         if not name.startswith(CONFORMANCE_TEST + "["):
             continue
         topology = name[len(CONFORMANCE_TEST) + 1 : -1]
-        item = ItemFindings(*_outcome(case))
+        item = ItemFindings(*outcome(case))
         for prop in case.iter("property"):
             if prop.get("name") == "known_violation":
                 item.known.append(prop.get("value", ""))
@@ -108,7 +108,8 @@ def read_junit(junit: Path) -> tuple[dict[str, ItemFindings], float]:
     return findings, seconds
 
 
-def _outcome(case: ElementTree.Element) -> tuple[str, str]:
+def outcome(case: ElementTree.Element) -> tuple[str, str]:
+    """A JUnit test case's outcome (passed, failed, error, skipped) and its first message line."""
     for tag, outcome in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
         found = case.find(tag)
         if found is not None:

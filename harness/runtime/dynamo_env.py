@@ -31,14 +31,6 @@ class DynamoEnv:
         where = "the harness's own environment" if self.own else self.python
         return f"ai-dynamo {self.version} ({where})"
 
-    @property
-    def release(self) -> tuple[int, ...]:
-        return release_tuple(self.version)
-
-
-def release_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
-
 
 class DynamoEnvError(ValueError):
     """A --dynamo-env that cannot run Dynamo: one usage error, before anything starts."""
