@@ -339,6 +339,22 @@ def _cpu_skip(topology: Topology) -> list[pytest.MarkDecorator]:
 
 
 # -- session fixtures ------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _process_environment_kept() -> Iterator[None]:
+    """What a test (or a library it loads: torch sets TORCHINDUCTOR_CACHE_DIR when it loads a
+    model) leaves in os.environ ends with the test. Every process the harness starts inherits
+    os.environ, and a forked worker must match the template in what it read at import: without
+    this, a worker's environment would depend on which tests ran before it (and so on xdist's
+    scheduling). Session fixtures are set up before this snapshot, so theirs stays."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        if dict(os.environ) != saved:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
 @pytest.fixture(scope="session")
 def harness_settings(pytestconfig: pytest.Config) -> Settings:
     return Settings(

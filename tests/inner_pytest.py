@@ -3,13 +3,19 @@ check what a user running pytest sees (exit status, terminal output, usage error
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from harness.runtime import gpus
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+
+
+def session_env(**extra: str) -> dict[str, str]:
+    """This process's environment for an inner session, plus `extra`."""
+    return {**gpus.session_of_its_own(), **extra}
 
 
 def run_pytest(
@@ -21,5 +27,5 @@ def run_pytest(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, **(env or {})},
+        env=session_env(**(env or {})),
     )

@@ -29,6 +29,18 @@ def test_xdist_workers_get_disjoint_shares():
     assert gpus.xdist_position({}) == (0, 1)
 
 
+def test_an_inner_session_is_not_taken_for_a_sibling_xdist_worker():
+    outer = {
+        "PYTEST_XDIST_WORKER": "gw1",
+        "PYTEST_XDIST_WORKER_COUNT": "2",
+        "PYTEST_CURRENT_TEST": "tests/x.py::t (call)",
+        "CUDA_VISIBLE_DEVICES": "0,1",
+    }
+    inner = gpus.session_of_its_own(outer)
+    assert inner == {"CUDA_VISIBLE_DEVICES": "0,1"}
+    assert gpus.xdist_position(inner) == (0, 1)
+
+
 def test_a_layout_maps_onto_the_share_or_says_why_not():
     assert gpus.assign(TWO_GPU, ("4", "7")) == {"prefill": ("4",), "decode": ("7",)}
     with pytest.raises(gpus.NotEnoughGpus, match=r"needs 2 GPU\(s\); this run's share is 1 \(4\)"):

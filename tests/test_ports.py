@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.synchronize
 import socket
 
 from harness import ports
@@ -20,18 +21,29 @@ def test_ports_are_distinct_free_and_low():
         ports.release(chosen)
 
 
-def _allocate_in_child(queue: multiprocessing.Queue) -> None:
+def _allocate_in_child(
+    queue: multiprocessing.Queue, done: multiprocessing.synchronize.Event
+) -> None:
     queue.put(ports.allocate(30))
+    # Stay alive until every sibling has allocated: a dead owner's ports are free again by
+    # design, so an early exit would let a sibling reuse them legitimately.
+    done.wait(60)
 
 
 def test_parallel_processes_never_get_the_same_port():
     queue: multiprocessing.Queue = multiprocessing.Queue()
-    workers = [multiprocessing.Process(target=_allocate_in_child, args=(queue,)) for _ in range(4)]
+    done = multiprocessing.Event()
+    workers = [
+        multiprocessing.Process(target=_allocate_in_child, args=(queue, done)) for _ in range(4)
+    ]
     for worker in workers:
         worker.start()
-    results = [queue.get(timeout=60) for _ in workers]
-    for worker in workers:
-        worker.join(timeout=30)
+    try:
+        results = [queue.get(timeout=60) for _ in workers]
+    finally:
+        done.set()
+        for worker in workers:
+            worker.join(timeout=30)
     flat = [port for batch in results for port in batch]
     assert len(flat) == len(set(flat)) == 120
 

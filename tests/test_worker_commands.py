@@ -2,10 +2,11 @@
 
 The commands come from the one builder both tiers use (harness.runtime.launch, via the plan),
 with the GPU tier's real model names, resolved offline in a Hugging Face cache that holds tiny
-local model dirs of each model's kind under those names, and with each plan's own environment
-(`HF_HUB_OFFLINE=1` against `HF_HOME`). A flag 1.6.1 rejects, a P/D worker left on the mooncake
-backend, a dedicated-encoder worker with radix cache on, a cap that does not reach sglang, or an
-environment in which a cached model name does not resolve fails here, on CPU, on every commit.
+local model dirs of each model's kind under those names, in the GPU plans' own Hugging Face
+environment (`HF_HUB_OFFLINE=1` against `HF_HOME`). A flag 1.6.1 rejects, a P/D worker left
+on the mooncake backend, a dedicated-encoder worker with radix cache on, a cap that does not
+reach sglang, or an environment in which a cached model name does not resolve fails here, on
+CPU, on every commit.
 """
 
 from __future__ import annotations
@@ -71,26 +72,37 @@ def plans(
     return plans
 
 
-def _plan_env(commands: list[WorkerCommand], hf_home: Path) -> dict[str, str]:
-    """What a plan's workers see of Hugging Face (offline, the runner's HF_HOME) and no GPU."""
+def _plan_env(command: WorkerCommand, hf_home: Path) -> dict[str, str]:
+    """What a plan's workers see of Hugging Face (offline, the runner's HF_HOME)."""
     env = {**os.environ, "HF_HOME": str(hf_home)}
-    env.update({k: v for k, v in commands[0].env.items() if k.startswith(("HF_", "TRANSF"))})
+    env.update({k: v for k, v in command.env.items() if k.startswith(("HF_", "TRANSF"))})
     return env
 
 
 @pytest.fixture(scope="module")
 def parsed(plans: dict[str, list[WorkerCommand]], hf_home: Path) -> dict[tuple[str, int], dict]:
-    """One parser process per environment (each imports sglang: seconds apiece): the GPU
-    plans together, the CPU plan with the deliberately broken commands appended."""
-    gpu = [(f"gpu{n}", i, c) for n in GPU_COUNTS for i, c in enumerate(plans[f"gpu{n}"])]
-    cpu = [("cpu", i, c) for i, c in enumerate(plans["cpu"])]
-    results: dict[tuple[str, int], dict] = {}
-    for batch, extra in ((gpu, []), (cpu, _broken(plans["cpu"][0]))):
-        argvs = [c.dynamo_argv() for _, _, c in batch] + extra
-        outcome = _parse_all(argvs, _plan_env([batch[0][2]], hf_home))
-        results.update({(name, i): r for (name, i, _), r in zip(batch, outcome, strict=False)})
-        results.update({("broken", i): r for i, r in enumerate(outcome[len(batch) :])})
-    return results
+    """Every command in one parser process (it imports sglang: seconds), in the GPU plans'
+    environment: the CPU plan's commands name local dirs, so the one way its environment
+    differs (a private, empty HF_HOME) cannot reach their parse. Appended: deliberately broken
+    commands and one naming a model the runner's cache does not hold."""
+    named = [(name, i, c) for name in plans for i, c in enumerate(plans[name])]
+    extra = {
+        **{("broken", i): argv for i, argv in enumerate(_broken(plans["cpu"][0]))},
+        ("uncached", 0): _with_model(plans["gpu1"][0], UNCACHED_MODEL),
+    }
+    argvs = [c.dynamo_argv() for _, _, c in named] + list(extra.values())
+    outcome = _parse_all(argvs, _plan_env(plans["gpu1"][0], hf_home))
+    keys = [(name, i) for name, i, _ in named] + list(extra)
+    return dict(zip(keys, outcome, strict=True))
+
+
+UNCACHED_MODEL = "harness-tests/never-fetched"
+
+
+def _with_model(command: WorkerCommand, model: str) -> list[str]:
+    argv = command.dynamo_argv()
+    argv[argv.index("--model-path") + 1] = model
+    return argv
 
 
 def _broken(command: WorkerCommand) -> list[list[str]]:
@@ -257,11 +269,11 @@ def test_a_flag_that_1_6_1_rejects_is_reported(parsed):
     assert all("error" in r for r in results), results
 
 
-def test_a_model_name_missing_from_the_runners_cache_fails_to_parse(plans, tmp_path):
-    """The environment matters: the same command against an empty cache is rejected."""
-    command = plans["gpu1"][0]
-    (result,) = _parse_all([command.dynamo_argv()], _plan_env([command], tmp_path / "empty"))
-    assert "error" in result and CATALOGUE.gpu_models["text"] in result["error"], result
+def test_a_model_name_missing_from_the_runners_cache_fails_to_parse(parsed):
+    """The cache matters: a GPU command naming a model the cache does not hold is rejected."""
+    result = parsed[("uncached", 0)]
+    assert "error" in result and UNCACHED_MODEL in result["error"], result
+    assert "not found in cache" in result["error"], result
 
 
 @pytest.mark.parametrize("plan", [*(f"gpu{n}" for n in GPU_COUNTS), "cpu"])

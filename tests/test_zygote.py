@@ -14,6 +14,7 @@ from harness.deadline import Deadline
 from harness.runtime.launch import template_env
 from harness.runtime.plan import PLACEHOLDER_ETCD, PLACEHOLDER_NATS, build_plan
 from harness.runtime.spawn import TemplateUnfit, Zygote
+from tests.inner_pytest import run_pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.e2e, pytest.mark.gpu_0]
@@ -95,3 +96,23 @@ def test_a_child_recomputes_what_the_template_cached_from_its_environment(tmp_pa
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert result.stdout.split() == [str(template_s), str(mine)], result.stderr[-2000:]
+
+
+LEAKS_A_VARIABLE = """
+import os
+
+def test_a_library_sets_a_variable():
+    os.environ["HARNESS_TEST_LEAKED"] = "1"  # as torch does with TORCHINDUCTOR_CACHE_DIR
+
+def test_the_next_test_sees_the_environment_it_started_with():
+    assert "HARNESS_TEST_LEAKED" not in os.environ
+"""
+
+
+def test_what_a_test_leaves_in_the_environment_ends_with_it(tmp_path):
+    """Workers inherit os.environ and must match the template: a variable one test's library
+    set must not reach workers started by the tests after it."""
+    module = tmp_path / "test_leaks.py"
+    module.write_text(LEAKS_A_VARIABLE)
+    result = run_pytest("-q", "-p", "harness.plugin", "--rootdir", str(ROOT), str(module))
+    assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout[-3000:]

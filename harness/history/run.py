@@ -15,7 +15,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from harness.history.record import ItemFindings
-from harness.runtime import dynamo_env
+from harness.runtime import dynamo_env, gpus
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE_TESTS = "scenarios/test_topologies.py"
@@ -78,7 +78,14 @@ def run_release(
     ]
     junit.unlink(missing_ok=True)
     with log.open("w") as sink:
-        done = subprocess.run(argv, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, check=False)
+        done = subprocess.run(
+            argv,
+            cwd=ROOT,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            check=False,
+            env=gpus.session_of_its_own(),
+        )
     run = ReleaseRun(release, env.describe())
     if not junit.exists():
         run.error = f"pytest exited {done.returncode} without a report; see {log}"

@@ -60,6 +60,18 @@ def xdist_position(env: Mapping[str, str] | None = None) -> tuple[int, int]:
     return index, max(count, 1)
 
 
+def session_of_its_own(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a pytest session started from inside another one: without
+    pytest-xdist's worker variables (the inner session would otherwise take only its "share"
+    of the GPUs, as if it were a sibling worker) and without the outer PYTEST_CURRENT_TEST."""
+    env = os.environ if env is None else env
+    return {
+        name: value
+        for name, value in env.items()
+        if not name.startswith("PYTEST_XDIST_") and name != "PYTEST_CURRENT_TEST"
+    }
+
+
 def share(visible: tuple[str, ...], index: int, count: int) -> tuple[str, ...]:
     """This worker's disjoint, contiguous slice of the visible GPUs (may be empty)."""
     per_worker = len(visible) // count
