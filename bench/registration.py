@@ -99,7 +99,10 @@ SUITES = {
         ("topology matrix, template", ["scenarios/test_topologies.py"]),
     ],
     "selftest": [("every self-test (-m selftest)", ["-m", "selftest"])],
-    "default": [("README test command (python -m pytest)", [])],
+    "default": [
+        ("README test command (python -m pytest -n 2)", ["-n", "2"]),
+        ("the same tests in one process (no -n)", []),
+    ],
 }
 
 

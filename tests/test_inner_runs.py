@@ -20,7 +20,8 @@ import pytest
 from harness.processes import LEDGER_ENV
 from tests.inner_pytest import ROOT, session_env
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+# One xdist worker for the module: its inner run is a module fixture (pyproject: --dist loadgroup).
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), pytest.mark.xdist_group("inner-runs")]
 
 GIVES_UP = """
 from scenarios.catalogue import AGGREGATED

@@ -28,6 +28,8 @@ from tests.hf_cache import cache_model
 ROOT = Path(__file__).resolve().parent.parent
 GPU_COUNTS = (1, 2)
 CATALOGUE = load()
+# One xdist worker for the module: the parse is a module fixture (pyproject: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("worker-commands")
 
 
 def _parse_all(argvs: list[list[str]], env: dict[str, str] | None = None) -> list[dict]:

