@@ -8,8 +8,9 @@
     seconds and PSS per worker at ready, with workers started fresh and forked from the
     pre-imported template: medians of --repeat runs, side by side with their ratio;
 (b) detection latency: a card key written to etcd until the observer's wait returns;
-(c) wall time of whole pytest runs: the topology matrix (the default run's topologies) fresh
-    and from the template, every self-test, and the README's test command.
+(c) wall and CPU time of whole pytest runs: the topology matrix (the default run's
+    topologies) fresh and from the template, every self-test, and the README's test command
+    (two xdist workers) beside the same tests in one process.
 Nothing here asserts: it prints figures for the README and the team's notes.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -106,15 +108,24 @@ SUITES = {
 }
 
 
-def suite_wall_time(args: list[str]) -> tuple[float, str]:
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def suite_wall_time(args: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the whole process tree, pytest's last line and failures).
+    The CPU figure counts every process of the run that its parent waited for: pytest, its
+    xdist workers, etcd, NATS, frontends, the template and each worker forked from it."""
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
-    started = time.monotonic()
+    started, cpu_before = time.monotonic(), _children_cpu_s()
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     lines = result.stdout.strip().splitlines()
     tail = lines[-1] if lines else "?"
     # A figure from a run that failed says which tests failed.
     failed = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
-    return time.monotonic() - started, "; ".join([tail, *failed])
+    cpu = _children_cpu_s() - cpu_before
+    return time.monotonic() - started, cpu, "; ".join([tail, *failed])
 
 
 def start_session(stack: ExitStack) -> Session:
@@ -211,11 +222,11 @@ def main() -> None:
         )
 
     if args.suites:
-        print("\n(c) wall time of whole runs (serial)")
+        print("\n(c) whole runs: wall time, CPU time of all their processes")
         for suite in args.suites.split(","):
             for label, pytest_args in SUITES[suite]:
-                seconds, tail = suite_wall_time(pytest_args)
-                print(f"{label:<42} {seconds:7.0f} s   {tail}", flush=True)
+                seconds, cpu, tail = suite_wall_time(pytest_args)
+                print(f"{label:<46} {seconds:7.0f} s {cpu:7.0f} CPU s   {tail}", flush=True)
 
 
 if __name__ == "__main__":
