@@ -11,7 +11,9 @@ environment variable read on the way, then answers on the inherited socket N:
 A child is made like a fresh process: its own session and process group, stdin from
 /dev/null, stdout+stderr to its log, the signal dispositions of a new interpreter, its own
 environment (C-level too), cwd, TMPDIR and random state, then the same launcher a fresh worker
-runs (`workers.cpu_sglang.main`), and a normal interpreter exit (threads joined, atexit run).
+runs (`workers.cpu_sglang.main`), and the exit an interpreter makes as far as anything outside
+can see (threads joined, atexit run, stdio flushed), without its teardown: see
+exit_without_teardown.
 
 Nothing in the template may start a thread or a runtime before it forks (Dynamo's
 DistributedRuntime, tokio, torch intra-op pools, tokenizers' parallelism, ZMQ contexts): the
