@@ -33,6 +33,11 @@ LEDGER_ENV = "HARNESS_PID_LEDGER"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+def without_colours(text: str) -> str:
+    """Log text without terminal colour codes (Dynamo's Rust logs colour every field)."""
+    return _ANSI.sub("", text)
+
+
 class ProcessExited(RuntimeError):
     """The process died while something was waiting on it."""
 
@@ -132,7 +137,7 @@ class ManagedProcess:
             text = self.log_path.read_text(errors="replace")
         except FileNotFoundError:
             return "    (no log yet)"
-        tail = _ANSI.sub("", text).splitlines()[-lines:]
+        tail = without_colours(text).splitlines()[-lines:]
         return "\n".join(f"    | {line}" for line in tail) or "    (log empty)"
 
     def log_text(self) -> str:

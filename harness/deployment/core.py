@@ -45,7 +45,7 @@ from harness.frontend import Frontend, start_frontend
 from harness.http_client import RecordingClient
 from harness.loopback import ProcessPorts
 from harness.observer import DiscoveryObserver, DiscoveryState
-from harness.processes import ManagedProcess, stop_all
+from harness.processes import ManagedProcess, stop_all, without_colours
 from harness.records import ModelCard
 from harness.requests import Reply, send
 from harness.runtime import dynamo_env, gpus
@@ -646,7 +646,8 @@ class Deployment:
             statuses = "/".join(sorted({str(p.status) for p in refused}))
             evidence.append(
                 f"{len(refused)} request(s) for the listed model got {statuses} "
-                f"({refused[0].body[:120]})"
+                f"({refused[0].body[:120]}); the frontend's log meanwhile:\n"
+                f"{self._frontend_log_tail()}"
             )
         if not evidence:
             return []
@@ -659,6 +660,13 @@ class Deployment:
                 + "; clients see the model but their requests fail",
             )
         ]
+
+    def _frontend_log_tail(self, lines: int = 15) -> str:
+        """The last lines the frontend wrote since this deployment started: its own reason
+        for a refusal (a transient window is gone by the time anyone reads a CI log)."""
+        written = self.frontend.log_since(self._frontend_log_offset) if self.frontend else ""
+        tail = without_colours(written).strip().splitlines()[-lines:]
+        return "\n".join(f"  {line}" for line in tail) if tail else "  (nothing)"
 
     # -- traffic and verdict ---------------------------------------------------------------
     def send(self, kind: str, model: str | None = None) -> Reply:
