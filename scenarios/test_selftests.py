@@ -112,6 +112,20 @@ def test_the_0_7_1_shape_served_200_without_registration_is_still_caught(deploy)
     assert "'mm-worker'" in _only_message(failure, LISTED_EARLY)
 
 
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_a_model_listed_before_its_worker_can_serve_is_caught_with_the_frontends_log(deploy):
+    """The worker registers, then refuses its first requests as unable to serve yet: every
+    peer is registered, but the listed model answers 503. The message quotes the frontend."""
+    failure = _deploy_and_verify(
+        deploy, AGGREGATED, faults={"worker": "unready-after-registration"}
+    )
+    message = _only_message(failure, LISTED_EARLY)
+    assert "request(s) for the listed model got 503" in message
+    assert "the frontend's log meanwhile" in message and "status=503" in message
+    assert "\x1b[" not in message  # the frontend's colour codes stripped
+
+
 @pytest.mark.pre_merge
 @pytest.mark.timeout(240)
 def test_503_after_readiness_fails_with_the_503_listed(deploy):

@@ -9,6 +9,7 @@ without editing Dynamo.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import logging
 import os
@@ -28,12 +29,14 @@ FAULTS = (
     "register-anyway",
     "lora-as-chat",
     "lora-card-stays",
+    "unready-after-registration",
 )
 # Set by the launcher for the worker's own python children (the gateway's), whose start-up
 # hook installs the same fault (workers/startup/sitecustomize.py).
 FAULT_ENV, FAULT_DELAY_ENV = "HARNESS_FAULT", "HARNESS_FAULT_DELAY"
 EXIT_AFTER_REGISTRATION_CODE = 17
 HANDLER_ERROR_MESSAGE = "injected handler fault"
+UNREADY_REQUESTS = 1  # refused by a worker that registered before it could serve
 
 
 def _announce(name: str, detail: str) -> None:
@@ -190,6 +193,32 @@ def _break_handlers() -> None:
             cls.generate = failing_generate
 
 
+def _unready_handlers() -> None:
+    """Registered before able to serve: each handler's first UNREADY_REQUESTS requests raise
+    Dynamo's WorkerUnavailable (the frontend answers 503), later ones are served."""
+    from dynamo._core import WorkerUnavailable
+
+    handlers = importlib.import_module("dynamo.sglang.request_handlers")
+    refused = [0]
+
+    def unready(real: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(real)  # Dynamo reads the handler's signature to decide what it passes
+        async def generate(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if refused[0] < UNREADY_REQUESTS:
+                refused[0] += 1
+                _announce("unready-after-registration", f"refusing request {refused[0]}")
+                raise WorkerUnavailable("injected: registered before it could serve")
+            async for item in real(self, *args, **kwargs):
+                yield item
+
+        return generate
+
+    for name in handlers.__all__:
+        cls = getattr(handlers, name)
+        if "generate" in vars(cls):
+            cls.generate = unready(cls.generate)
+
+
 def install(fault: str | None, delay_s: float = 0.0) -> None:
     """Install `fault` in this worker process (None: run unmodified)."""
     if not fault:
@@ -208,6 +237,8 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
         _patch_register(_exit_after)
     elif fault == "handler-error":
         _break_handlers()
+    elif fault == "unready-after-registration":
+        _unready_handlers()
     elif fault == "no-topology":
         _patch_register(_no_topology)
     elif fault == "advertise-internal":
