@@ -179,26 +179,29 @@ def _lora_card_stays() -> None:
     handler_base.unregister_llm = kept
 
 
-def _break_handlers() -> None:
+def _replace_generates(replace: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Every request handler class's own `generate` becomes replace(its generate)."""
     handlers = importlib.import_module("dynamo.sglang.request_handlers")
+    for name in handlers.__all__:
+        cls = getattr(handlers, name)
+        if "generate" in vars(cls):
+            cls.generate = replace(cls.generate)
 
+
+def _break_handlers() -> None:
     async def failing_generate(self: Any, *args: Any, **kwargs: Any) -> Any:
         _announce("handler-error", f"{type(self).__name__}.generate raises")
         raise RuntimeError(HANDLER_ERROR_MESSAGE)
         yield  # an async generator, like the real handlers
 
-    for name in handlers.__all__:
-        cls = getattr(handlers, name)
-        if "generate" in vars(cls):
-            cls.generate = failing_generate
+    _replace_generates(lambda _real: failing_generate)
 
 
 def _unready_handlers() -> None:
-    """Registered before able to serve: each handler's first UNREADY_REQUESTS requests raise
+    """Registered before able to serve: the worker's first UNREADY_REQUESTS requests raise
     Dynamo's WorkerUnavailable (the frontend answers 503), later ones are served."""
     from dynamo._core import WorkerUnavailable
 
-    handlers = importlib.import_module("dynamo.sglang.request_handlers")
     refused = [0]
 
     def unready(real: Callable[..., Any]) -> Callable[..., Any]:
@@ -213,10 +216,7 @@ def _unready_handlers() -> None:
 
         return generate
 
-    for name in handlers.__all__:
-        cls = getattr(handlers, name)
-        if "generate" in vars(cls):
-            cls.generate = unready(cls.generate)
+    _replace_generates(unready)
 
 
 def install(fault: str | None, delay_s: float = 0.0) -> None:
