@@ -248,11 +248,6 @@ def stop_everything(grace: float = 5.0) -> None:
     stop_all(procs, grace)
 
 
-def live_processes() -> list[ManagedProcess]:
-    with _LIVE_LOCK:
-        return [p for p in _LIVE.values() if p.alive()]
-
-
 def _on_fatal_signal(signum: int, _frame: object) -> None:
     stop_everything(grace=3.0)
     signal.signal(signum, signal.SIG_DFL)
