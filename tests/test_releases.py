@@ -20,7 +20,7 @@ from harness.catalogue import load
 from harness.history import table
 from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, read_junit, run_release
 from harness.loopback import ProcessPorts
-from harness.runtime import dynamo_env
+from harness.runtime import dynamo_env, tier
 from harness.runtime.launch import WorkerSite, worker_command
 from harness.topology import Scenario, UnsupportedRelease
 
@@ -54,7 +54,7 @@ def test_an_era_command_line_takes_the_namespace_from_the_environment(tmp_path: 
         hf_home=tmp_path / "hf",
     )
     command = worker_command(
-        "cpu",
+        tier.CPU,
         Scenario.packed(topology),
         topology.worker("mm-encoder"),
         model_path="/models/vl",

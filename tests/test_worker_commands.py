@@ -21,8 +21,9 @@ import pytest
 
 from harness.catalogue import load
 from harness.model_source import TinyModels, gpu_models
-from harness.runtime.launch import TIER_DIFFERENCES, WorkerCommand
+from harness.runtime.launch import WorkerCommand
 from harness.runtime.plan import build_plan
+from harness.runtime.tier import CPU, GPU, tier_differences
 from tests.hf_cache import cache_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,10 +68,10 @@ def plans(
         patch.delenv("HF_HUB_CACHE", raising=False)
         cached = gpu_models([])  # raises MissingModels unless every name is in the cache
         plans = {
-            f"gpu{n}": build_plan(CATALOGUE, "gpu", gpu_count=n, workdir=workdir, models=cached)
+            f"gpu{n}": build_plan(CATALOGUE, GPU, gpu_count=n, workdir=workdir, models=cached)
             for n in GPU_COUNTS
         }
-    plans["cpu"] = build_plan(CATALOGUE, "cpu", workdir=workdir)
+    plans["cpu"] = build_plan(CATALOGUE, CPU, workdir=workdir)
     return plans
 
 
@@ -238,7 +239,7 @@ def _masked_env(command: WorkerCommand) -> dict[str, str]:
 
 
 def test_cpu_tier_runs_the_gpu_tiers_packed_command_line(plans):
-    """Apart from the rows of TIER_DIFFERENCES, a CPU-tier worker runs the GPU command."""
+    """Apart from the rows of the tier table, a CPU-tier worker runs the GPU command."""
     cpu = {(c.topology, c.role): c for c in plans["cpu"]}
     packed = [
         c for c in plans["gpu2"] if c.layout == CATALOGUE.topology(c.topology).gpu.packed.name
@@ -261,7 +262,7 @@ def test_cpu_tier_runs_the_gpu_tiers_packed_command_line(plans):
         differing = {k for k in cpu_env.keys() | gpu_env.keys() if cpu_env.get(k) != gpu_env.get(k)}
         assert differing <= tier_env, differing
     assert {"engine", "device", "models", "Hugging Face env", "GPUs", "child processes"} <= {
-        d.aspect for d in TIER_DIFFERENCES
+        d.aspect for d in tier_differences()
     }
 
 

@@ -50,7 +50,7 @@ from harness.records import ModelCard
 from harness.requests import Reply, send
 from harness.runtime import dynamo_env, gpus
 from harness.runtime.launch import WorkerSite, placeholders, worker_command
-from harness.runtime.spawn import FRESH
+from harness.runtime.spawn import FRESH, TEMPLATE_IMPORT_DEADLINE_S
 from harness.topology import Scenario, Topology, WorkerSpec
 from harness.violations import (
     BAD_CONTENT,
@@ -64,8 +64,6 @@ from harness.violations import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-
-TEMPLATE_IMPORT_DEADLINE_S = 180.0  # the worker template's imports, once a session
 
 
 class Deployment:
@@ -88,7 +86,7 @@ class Deployment:
         # Fresh processes when asked for (or no template exists), else the session's template.
         self._spawner = None if spawn == FRESH else session.spawner
         # The layout's start order: the GPU tier's default; a CPU-tier test can ask for it.
-        self.sequential = session.settings.tier == "gpu" if sequential is None else sequential
+        self.sequential = session.settings.tier.start_order if sequential is None else sequential
         # An explicit start order: every worker, one at a time, each registered (or left
         # waiting for its peers) before the next starts.
         self.order = tuple(order) if order is not None else None
@@ -148,7 +146,7 @@ class Deployment:
         self._not_started: list[Violation] = []
         self._gpus = (
             gpus.assign(self.scenario.placement, session.gpu_share)
-            if session.settings.tier == "gpu"
+            if session.settings.tier.gpus
             else {}
         )
         # Ports the workers share ({port:NAME} in their flags), one set per deployment.

@@ -25,12 +25,17 @@ from typing import Any
 
 from harness.deadline import Deadline
 from harness.processes import ManagedProcess, WaitTimeout
+from harness.runtime.tier import TierPolicy
 
 FRESH, ZYGOTE = "fresh", "zygote"
 SPAWN_MODES = (FRESH, ZYGOTE)
 ZYGOTE_MODULE = "workers.zygote"
 ZYGOTE_RUNS = "workers.cpu_sglang"  # the only launcher a template has pre-imported
 LOST = -255  # exit code reported for a child whose template died before it
+# The template's own imports, once a session (slow on a cold page cache): not part of any
+# worker's start, so a deployment's deadline begins only once the template can fork.
+TEMPLATE_IMPORT_DEADLINE_S = 180.0
+FORK_REPLY_DEADLINE_S = 30.0
 
 
 class ForkedChild:
@@ -166,7 +171,7 @@ class Zygote:
         """Fork a worker running `argv` (python -m workers.cpu_sglang ...)."""
         if not self.runs(argv):
             raise ValueError(f"the template runs only `python -m {ZYGOTE_RUNS}`, not {argv[:3]}")
-        info = self.wait_ready(Deadline(180))
+        info = self.wait_ready(Deadline(TEMPLATE_IMPORT_DEADLINE_S))
         frozen = info.frozen_for(self._env, env)
         if frozen:
             raise TemplateUnfit(
@@ -190,12 +195,12 @@ class Zygote:
             self._replies[request_id] = None
         with self._lock:
             self._conn.sendall((json.dumps(request) + "\n").encode())
-        deadline = Deadline(30)
+        deadline = Deadline(FORK_REPLY_DEADLINE_S)
         with self._reply_ready:
             while self._replies[request_id] is None:
                 self.proc.ensure_alive("a fork (the worker template)")
                 if deadline.expired:
-                    raise WaitTimeout(self.proc, "a fork (the worker template)", 30)
+                    raise WaitTimeout(self.proc, "a fork (the worker template)", deadline.seconds)
                 self._reply_ready.wait(deadline.slice(0.25))
             child = self._replies.pop(request_id)
         assert child is not None
@@ -265,15 +270,18 @@ def _await_gone(child: ForkedChild) -> None:
     child.exited(LOST)
 
 
-def spawn_mode(requested: str, tier: str, own_dynamo: bool = True) -> str:
-    """auto: the template on the CPU tier, fresh processes on the GPU tier (always) and for
-    another release's environment (the template is built from the harness's own)."""
+def spawn_mode(requested: str, tier: TierPolicy, own_dynamo: bool = True) -> str:
+    """auto: the template where the tier has one (CPU), fresh processes elsewhere (GPU,
+    always) and for another release's environment (the template is built from the harness's
+    own)."""
     if requested == "auto":
-        return ZYGOTE if tier == "cpu" and own_dynamo else FRESH
+        return ZYGOTE if tier.template and own_dynamo else FRESH
     if requested not in SPAWN_MODES:
         raise ValueError(f"--spawn must be auto, fresh or zygote, not {requested!r}")
-    if requested == ZYGOTE and tier != "cpu":
-        raise ValueError("--spawn zygote exists on the CPU tier only (the GPU tier is fresh)")
+    if requested == ZYGOTE and not tier.template:
+        raise ValueError(
+            f"--spawn zygote exists on the CPU tier only (the {tier.name} tier is fresh)"
+        )
     if requested == ZYGOTE and not own_dynamo:
         raise ValueError("--spawn zygote needs the harness's own Dynamo (not --dynamo-env)")
     return requested
