@@ -93,7 +93,7 @@ def parsed(plans: dict[str, list[WorkerCommand]], hf_home: Path) -> dict[tuple[s
         **{("broken", i): argv for i, argv in enumerate(_broken(plans["cpu"][0]))},
         ("uncached", 0): _with_model(plans["gpu1"][0], UNCACHED_MODEL),
     }
-    argvs = [c.dynamo_argv() for _, _, c in named] + list(extra.values())
+    argvs = [list(c.dynamo_argv) for _, _, c in named] + list(extra.values())
     outcome = _parse_all(argvs, _plan_env(plans["gpu1"][0], hf_home))
     keys = [(name, i) for name, i, _ in named] + list(extra)
     return dict(zip(keys, outcome, strict=True))
@@ -103,14 +103,14 @@ UNCACHED_MODEL = "harness-tests/never-fetched"
 
 
 def _with_model(command: WorkerCommand, model: str) -> list[str]:
-    argv = command.dynamo_argv()
+    argv = list(command.dynamo_argv)
     argv[argv.index("--model-path") + 1] = model
     return argv
 
 
 def _broken(command: WorkerCommand) -> list[list[str]]:
     """A command with a flag 1.6.1 does not know, and one with a mode it rejects."""
-    argv = command.dynamo_argv()
+    argv = list(command.dynamo_argv)
     return [[*argv, "--no-such-flag"], [*argv, "--disaggregation-mode", "both"]]
 
 
@@ -226,7 +226,7 @@ def test_gpu_tier_passes_hugging_face_settings_through(tmp_path, monkeypatch, pl
 
 def _masked_argv(command: WorkerCommand) -> list[str]:
     """Per-process and per-tier values (bootstrap port; the model: a row of the tier table)."""
-    argv = command.dynamo_argv()
+    argv = list(command.dynamo_argv)
     for flag in ("--disaggregation-bootstrap-port", "--model-path", "--dist-init-addr"):
         if flag in argv:
             argv[argv.index(flag) + 1] = "<masked>"

@@ -3,6 +3,7 @@ variable frozen at import, and a refusal (not a silently different worker) when 
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -59,10 +60,10 @@ def test_no_worker_of_the_catalogue_differs_from_the_template_in_a_frozen_variab
 def test_a_worker_whose_import_time_variable_differs_is_refused(
     template, tmp_path, variable, value
 ):
-    env = {**template.env, variable: value}
-    argv = ["python", "-m", "workers.cpu_sglang", "--help"]
+    planned = build_plan(load(), CPU, workdir=tmp_path, topologies=["aggregated"])[0]
+    command = dataclasses.replace(planned, env={**template.env, variable: value})
     with pytest.raises(TemplateUnfit, match=f"frozen: {variable}"):
-        template.spawn(argv, env, ROOT, tmp_path / "w.log")
+        template.spawn(command, ROOT, tmp_path / "w.log")
 
 
 def test_a_template_that_starts_a_thread_at_import_is_refused_and_its_reads_listed(tmp_path):

@@ -9,6 +9,7 @@ frontend lists each public model, then lets the test send requests. Every findin
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import time
@@ -248,6 +249,7 @@ class Deployment:
             media_dir=self.workdir / "media",
             hf_home=self.session.hf_home,
             shared_ports=self._shared_ports,
+            deployment_env=self._env,
         )
         command = worker_command(
             self.session.settings.tier,
@@ -260,13 +262,19 @@ class Deployment:
             fault=fault,
             fault_delay_s=self.fault_delay_s,
         )
+        log_path = self.workdir / "logs" / f"{spec.role}{self._restart_suffix(spec.role)}.log"
+        fork = (  # the template is handed the command whole
+            functools.partial(self._spawner.spawn, command, ROOT, log_path)
+            if self._spawner is not None
+            else None
+        )
         proc = ManagedProcess(
             role=spec.role,
-            argv=list(command.argv),
-            env={**command.environment(), **self._env},
-            log_path=self.workdir / "logs" / f"{spec.role}{self._restart_suffix(spec.role)}.log",
+            argv=command.argv(),
+            env=command.environment(),
+            log_path=log_path,
             cwd=ROOT,
-            spawner=self._spawner,
+            spawn=fork,
         ).start()
         pinned = spec.pin_request_plane and self.request_plane == TCP
         return Worker(spec, proc, process_ports, fault, pinned)

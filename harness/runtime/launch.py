@@ -1,9 +1,12 @@
-"""One command line for a worker, both tiers: the only place a worker's argv and env are built.
+"""One command for a worker, both tiers: the only place a worker's command and env are built.
 
-Deployments, the benchmark and `python -m harness plan` all call `worker_command`. The tier
-policy (harness.runtime.tier) decides the engine, device, models, GPUs and Hugging Face
-settings; the plan prints the table generated from it. The CPU tier runs each topology's
-packed 1-GPU layout, so the flags GPU runners use are exercised on every commit.
+Deployments, the benchmark and `python -m harness plan` all call `worker_command`, and get a
+`WorkerCommand`: the module, the harness's own options, the Dynamo argv and the environment
+(planes and ports included), as named fields. A fresh process runs `command.argv()`, the
+worker template is handed the command whole, and the plan prints it whole; nothing reads an
+argv back by position. The tier's policy (harness.runtime.tier) decides the engine, device,
+models, GPUs and Hugging Face settings; the CPU tier runs each topology's packed 1-GPU layout,
+so the flags GPU runners use are exercised on every commit.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from harness.loopback import (
 from harness.runtime import dynamo_env
 from harness.runtime.tier import CPU, STAND_INS_ENV, TierPolicy
 from harness.topology import Scenario, WorkerSpec
+from workers.faults import FAULT_DELAY_ENV, FAULT_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 # On a CPU-tier worker's PYTHONPATH: its start-up hook gives the python processes a worker
@@ -46,6 +50,27 @@ class WorkerSite:
     # Ports the deployment's workers share, named in flags as {port:NAME} (a multi-node
     # group's --dist-init-addr): allocated once per deployment.
     shared_ports: dict[str, int] = field(default_factory=dict)
+    # The deployment's own environment, set last: another discovery backend or request /
+    # event plane (harness.deployment.options.Planes), a test's variables.
+    deployment_env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HarnessOptions:
+    """What the CPU launcher does besides running dynamo.sglang: a fault (self-tests). It
+    travels in the worker's environment, where the launcher and the start-up hook of the
+    worker's own python children read it by name (workers/faults.py)."""
+
+    fault: str | None = None
+    fault_delay_s: float = 0.0
+
+    def env(self) -> dict[str, str]:
+        if not self.fault:
+            return {}
+        return {FAULT_ENV: self.fault, FAULT_DELAY_ENV: str(self.fault_delay_s)}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"fault": self.fault, "fault_delay_s": self.fault_delay_s}
 
 
 @dataclass(frozen=True)
@@ -53,31 +78,38 @@ class WorkerCommand:
     topology: str
     layout: str
     role: str
-    argv: tuple[str, ...]
+    python: str
+    module: str  # python -m MODULE
+    harness: HarnessOptions
+    dynamo_argv: tuple[str, ...]  # what dynamo.sglang's own parser gets
     env: dict[str, str]  # set by the harness on top of the caller's environment
     gpus: tuple[str, ...]
     vram_gib: float | None
     timeout_s: float  # to serve and register, from the deployment's start
     start_after: tuple[str, ...] = ()  # roles that must be serving before this one starts
-    notes: tuple[str, ...] = field(default=())
+
+    def argv(self) -> list[str]:
+        """The fresh process's command line."""
+        return [self.python, "-m", self.module, *self.dynamo_argv]
+
+    def harness_env(self) -> dict[str, str]:
+        """Everything the harness sets: the command's env and its harness options."""
+        return {**self.env, **self.harness.env()}
 
     def environment(self) -> dict[str, str]:
         """The process's whole environment."""
-        return {**inherited_env(), **self.env}
-
-    def dynamo_argv(self) -> list[str]:
-        """The argv dynamo.sglang's own parser gets (after the module and harness flags)."""
-        argv = list(self.argv[3:])
-        while argv and argv[0].startswith("--harness-"):
-            argv = argv[2:]
-        return argv
+        return {**inherited_env(), **self.harness_env()}
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "topology": self.topology,
             "layout": self.layout,
             "role": self.role,
-            "argv": list(self.argv),
+            "argv": self.argv(),
+            "python": self.python,
+            "module": self.module,
+            "harness": self.harness.as_dict(),
+            "dynamo_argv": list(self.dynamo_argv),
             "env": dict(sorted(self.env.items())),
             "gpus": list(self.gpus),
             "vram_gib": self.vram_gib,
@@ -102,12 +134,9 @@ def worker_command(
     placement = scenario.placement.of(spec.role)
     era = scenario.topology.era
     namespace_flag = era is None or era.namespace_flag
-    argv = [dynamo_env.active().python, "-m", tier.engine_module]
-    if fault:
-        if not tier.fault_injection:
-            raise ValueError(f"fault injection does not exist on the {tier.name} tier")
-        argv += ["--harness-fault", fault, "--harness-fault-delay", str(fault_delay_s)]
-    argv += [
+    if fault and not tier.fault_injection:
+        raise ValueError(f"fault injection does not exist on the {tier.name} tier")
+    argv = [
         "--model-path",
         model_path,
         "--served-model-name",
@@ -120,6 +149,7 @@ def worker_command(
     ]
     if "--video-generation-worker" in spec.flags:
         argv += ["--media-output-fs-url", site.media_dir.as_uri()]
+    argv += tier.device_argv
     env = loopback_env(site.etcd, site.nats, site.ports, site.tmpdir)
     if not spec.pin_request_plane:  # its own python children inherit this environment
         for name in REQUEST_PLANE_PORTS:
@@ -129,17 +159,20 @@ def worker_command(
     env.update(dict(spec.env))
     env.update(dict(placement.env))
     env.update(hugging_face_env(tier, site.hf_home, hf_offline))
-    argv += tier.device_argv
     env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus) if tier.gpus else ""
     if tier.stand_ins:
         env.update(stand_in_env())
         env[STAND_INS_ENV] = "1"  # for the worker's own python children (gateway)
+    env.update(site.deployment_env)
     order = scenario.placement.start_order if tier.start_order else ()
     return WorkerCommand(
         topology=scenario.topology.name,
         layout=scenario.placement.name,
         role=spec.role,
-        argv=tuple(argv),
+        python=dynamo_env.active().python,
+        module=tier.engine_module,
+        harness=HarnessOptions(fault, fault_delay_s if fault else 0.0),
+        dynamo_argv=tuple(argv),
         env=env,
         gpus=gpus if tier.gpus else (),
         vram_gib=placement.vram_gib if tier.gpus else None,

@@ -111,9 +111,10 @@ def render_text(commands: list[WorkerCommand], tier: TierPolicy, gpu_count: int)
                 + ") =="
             )
         lines.append(f"-- {command.role}: {_resources(command, tier)}")
-        lines.append("   " + shlex.join(command.argv))
+        lines.append("   " + shlex.join(command.argv()))
         lines.append(
-            "   env: " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(command.env.items()))
+            "   env: "
+            + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(command.harness_env().items()))
         )
     return "\n".join(lines)
 

@@ -3,10 +3,11 @@
 `fresh` starts `python -m workers.cpu_sglang ARGV` (what the GPU tier does with
 `dynamo.sglang`): ~6-15 s of imports before the first line of Dynamo's code runs. `zygote`
 keeps one pre-imported template per test session (workers/zygote.py) and forks each worker
-from it with its own argv, environment, session, log and TMPDIR: the same launcher then runs
-the real `dynamo.sglang` entry point, in well under a second. The harness still manages the
-child like any other process: its pid, its process group, SIGTERM then SIGKILL; its exit code
-comes from the template, which is its parent.
+from it: the template is handed the worker's command whole (module, Dynamo argv, environment,
+as named fields of a JSON request) and the child gets its own session, log and TMPDIR, then
+runs the same launcher and the real `dynamo.sglang` entry point, in well under a second. The
+harness still manages the child like any other process: its pid, its process group, SIGTERM
+then SIGKILL; its exit code comes from the template, which is its parent.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from harness.deadline import Deadline
 from harness.processes import ManagedProcess, WaitTimeout
+from harness.runtime.launch import WorkerCommand
 from harness.runtime.tier import TierPolicy
 
 FRESH, ZYGOTE = "fresh", "zygote"
@@ -160,18 +162,14 @@ class Zygote:
         """The template's own environment (every forked worker starts from it)."""
         return dict(self._env)
 
-    @staticmethod
-    def runs(argv: list[str]) -> bool:
-        """Whether this command line is one the template can run (the CPU launcher)."""
-        return argv[1:3] == ["-m", ZYGOTE_RUNS]
-
-    def spawn(
-        self, argv: list[str], env: dict[str, str], cwd: Path | None, log_path: Path
-    ) -> ForkedChild:
-        """Fork a worker running `argv` (python -m workers.cpu_sglang ...)."""
-        if not self.runs(argv):
-            raise ValueError(f"the template runs only `python -m {ZYGOTE_RUNS}`, not {argv[:3]}")
+    def spawn(self, command: WorkerCommand, cwd: Path | None, log_path: Path) -> ForkedChild:
+        """Fork a worker running `command` (its module must be the CPU launcher)."""
+        if command.module != ZYGOTE_RUNS:
+            raise ValueError(
+                f"the template runs only `python -m {ZYGOTE_RUNS}`, not `{command.module}`"
+            )
         info = self.wait_ready(Deadline(TEMPLATE_IMPORT_DEADLINE_S))
+        env = command.environment()
         frozen = info.frozen_for(self._env, env)
         if frozen:
             raise TemplateUnfit(
@@ -186,7 +184,8 @@ class Zygote:
         request = {
             "op": "spawn",
             "id": request_id,
-            "argv": argv[3:],
+            "module": command.module,
+            "dynamo_argv": list(command.dynamo_argv),
             "env": env,
             "cwd": str(cwd or self._cwd),
             "log": str(log_path),

@@ -113,7 +113,11 @@ class TierPolicy:
                 else "all workers at once"
             ),
             "deadlines": self.deadlines.describe(),
-            "fault injection": ("--harness-fault (self-tests)" if self.fault_injection else "none"),
+            "fault injection": (
+                "HARNESS_FAULT in the worker's environment (self-tests)"
+                if self.fault_injection
+                else "none"
+            ),
             "child processes": (
                 "PYTHONPATH has workers/startup, whose sitecustomize installs the stand-ins in "
                 f"python processes the worker spawns ({STAND_INS_ENV}=1)"
