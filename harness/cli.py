@@ -17,6 +17,7 @@ from pathlib import Path
 from harness import catalogue as catalogue_module
 from harness.catalogue import Catalogue
 from harness.history.run import CONFORMANCE_TESTS, outcome
+from harness.runtime.tier import GPU, TIERS
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_DIR = ROOT / "reports"
@@ -142,7 +143,7 @@ def _parser() -> argparse.ArgumentParser:
     topologies = commands.add_parser("topologies", help="print the contract table")
     topologies.add_argument("--gpu", action="store_true", help="the GPU layouts instead")
     plan = commands.add_parser("plan", help="print every worker's command; start nothing")
-    plan.add_argument("--tier", choices=["cpu", "gpu"], default="gpu")
+    plan.add_argument("--tier", choices=list(TIERS), default=GPU.name)
     plan.add_argument("--gpus", type=int, default=1, help="GPUs visible to the run (GPU tier)")
     plan.add_argument("--json", action="store_true", help="one object per worker")
     plan.add_argument("--topology", action="append", default=[], metavar="NAME")

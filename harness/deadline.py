@@ -19,10 +19,6 @@ class Deadline:
     def expired(self) -> bool:
         return self.remaining <= 0.0
 
-    @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
     def slice(self, at_most: float) -> float:
         """Seconds to block for now: never past the deadline, never longer than `at_most`."""
         return min(self.remaining, at_most)

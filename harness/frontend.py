@@ -15,6 +15,7 @@ from harness.loopback import LOOPBACK, ProcessPorts, inherited_env, loopback_env
 from harness.processes import ManagedProcess
 from harness.runtime import dynamo_env
 from harness.runtime.launch import hugging_face_env
+from harness.runtime.tier import CPU, TierPolicy
 
 READY_DEADLINE_S = 60.0
 
@@ -52,7 +53,7 @@ def start_frontend(
     endpoints: Endpoints,
     workdir: Path,
     scratch: Path,
-    tier: str = "cpu",
+    tier: TierPolicy = CPU,
     http_port: int | None = None,
     env: dict[str, str] | None = None,
     namespace: str | None = None,

@@ -16,7 +16,7 @@ from typing import Protocol
 from harness.assets import cpu_assets
 from harness.catalogue import Catalogue, load
 from harness.runtime.models import ModelNeed, apply_overrides, locate, require
-from harness.runtime.tier import CPU
+from harness.runtime.tier import TierPolicy
 
 TINY_DESCRIPTION = "tiny local dirs of each real model's architecture (generated, none downloaded)"
 
@@ -61,9 +61,9 @@ class CachedModels:
         )
 
 
-def model_source(tier: str, overrides: list[str], root: Path) -> ModelSource:
+def model_source(tier: TierPolicy, overrides: list[str], root: Path) -> ModelSource:
     """CPU tier: tiny dirs generated under `root`; GPU tier: the catalogue's models."""
-    if tier == CPU:
+    if tier.tiny_models:
         return TinyModels(root)
     return gpu_models(overrides)
 
@@ -72,8 +72,8 @@ def gpu_models(overrides: list[str], require_cached: bool = True) -> CachedModel
     return CachedModels(apply_overrides(load().gpu_models, overrides), require_cached)
 
 
-def describe_models(tier: str, overrides: list[str]) -> str:
-    return TINY_DESCRIPTION if tier == CPU else gpu_models(overrides).describe()
+def describe_models(tier: TierPolicy, overrides: list[str]) -> str:
+    return TINY_DESCRIPTION if tier.tiny_models else gpu_models(overrides).describe()
 
 
 def gpu_needs(

@@ -184,7 +184,7 @@ def _progress_sink(config: pytest.Config) -> Callable[[str], None] | None:
     """Progress lines go to a duplicate of stderr taken now, while pytest's capture is
     suspended: it reaches the terminal during tests, with -q, and from xdist workers."""
     wanted = config.getoption("progress")
-    if wanted == "off" or (wanted == "auto" and chosen_tier(config) != tier.GPU):
+    if wanted == "off" or (wanted == "auto" and not chosen_tier(config).progress):
         return None
     stream = os.fdopen(os.dup(2), "w", buffering=1, errors="replace")
     lock = threading.Lock()
@@ -196,7 +196,7 @@ def _progress_sink(config: pytest.Config) -> Callable[[str], None] | None:
     return say
 
 
-def chosen_tier(config: pytest.Config) -> str:
+def chosen_tier(config: pytest.Config) -> tier.TierPolicy:
     return config.stash[TIER_KEY].tier
 
 
@@ -211,7 +211,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     reporter.write_line(f"discovery harness: Dynamo: {dynamo_env.active().describe()}")
     models = describe_models(choice.tier, session.config.getoption("model"))
     reporter.write_line(f"discovery harness: models: {models}")
-    if choice.tier == tier.GPU:
+    if choice.tier.gpus:
         share = session.config.stash[GPU_SHARE_KEY]
         reporter.write_line(f"discovery harness: GPUs: {','.join(share) or 'none visible'}")
 
@@ -232,7 +232,7 @@ def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology,
             params.append(pytest.param(Scenario.packed(declared), id=declared.name, marks=skip))
             continue
         common = [getattr(pytest.mark, m) for m in topology.marks]
-        if chosen == tier.CPU:
+        if not chosen.gpus:  # the packed layout, which needs no GPU here
             marks = [*common, pytest.mark.gpu_0, pytest.mark.timeout(topology.timeout_s)]
             marks += _cpu_skip(topology)
             if topology.cpu_nightly:
@@ -286,7 +286,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not any("harness_session" in getattr(i, "fixturenames", ()) for i in running):
         return
     problem = usage.unavailable_infra(config.getoption("infra"))
-    if problem is None and chosen_tier(config) == tier.GPU:
+    if problem is None and not chosen_tier(config).tiny_models:
         topologies = {t.name: t for t in map(_topology_of, running) if t is not None}
         problem = usage.missing_gpu_models(
             topologies.values(), catalogue.load(), config.getoption("model")
@@ -302,7 +302,7 @@ def _topology_of(item: pytest.Item) -> Topology | None:
 
 
 def _skip_what_cannot_run(item: pytest.Item, config: pytest.Config) -> None:
-    if chosen_tier(config) != tier.GPU:
+    if not chosen_tier(config).gpus:
         return
     if item.get_closest_marker("gpu_0") is not None:
         item.add_marker(
@@ -495,7 +495,7 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
         if faults is None:
             roles = {w.role for w in topology.workers}
             faults = {role: fault for role, fault in injected.items() if role in roles}
-        if faults and session.settings.tier != "cpu":
+        if faults and not session.settings.tier.fault_injection:
             pytest.skip("fault injection needs the CPU tier")
         deployment = Deployment(what, session, faults=faults, **options)
         started.append(deployment)
@@ -554,7 +554,7 @@ def isolated_infra(
     tmp_path_factory: pytest.TempPathFactory,
     harness_scratch: Path,
 ) -> Iterator[IsolatedInfra]:
-    if harness_settings.tier != tier.CPU:
+    if not harness_settings.tier.fault_injection:
         pytest.skip("infra disruptions run on the CPU tier (local etcd and nats-server)")
     workdir = tmp_path_factory.mktemp("isolated")
     provider = LocalProcessProvider()

@@ -74,18 +74,6 @@ class ProcessHandle(Protocol):
     def wait(self, timeout: float | None = None) -> int: ...
 
 
-class Spawner(Protocol):
-    """Starts a process in its own session, stdin from /dev/null, output to its log."""
-
-    def spawn(
-        self, argv: list[str], env: dict[str, str], cwd: Path | None, log_path: Path
-    ) -> ProcessHandle: ...
-
-    def wait_ready(self, deadline: Deadline) -> object:
-        """Block until it can start processes (a template: its imports done)."""
-        ...
-
-
 @dataclass
 class ManagedProcess:
     role: str
@@ -93,7 +81,9 @@ class ManagedProcess:
     env: dict[str, str]
     log_path: Path
     cwd: Path | None = None
-    spawner: Spawner | None = None  # None: a fresh subprocess
+    # How to start it other than as a fresh subprocess (a fork of the worker template): in
+    # its own session, stdin from /dev/null, output to log_path, with this argv and env.
+    spawn: Callable[[], ProcessHandle] | None = field(default=None, repr=False)
     pass_fds: tuple[int, ...] = ()  # fresh subprocesses only
     popen: ProcessHandle | None = field(default=None, repr=False)
     started_wall: float = 0.0
@@ -101,8 +91,8 @@ class ManagedProcess:
 
     def start(self) -> ManagedProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        if self.spawner is not None:
-            self.popen = self.spawner.spawn(self.argv, self.env, self.cwd, self.log_path)
+        if self.spawn is not None:
+            self.popen = self.spawn()
         else:
             with open(self.log_path, "ab") as log:
                 self.popen = subprocess.Popen(
@@ -246,11 +236,6 @@ def stop_everything(grace: float = 5.0) -> None:
     with _LIVE_LOCK:
         procs = list(_LIVE.values())
     stop_all(procs, grace)
-
-
-def live_processes() -> list[ManagedProcess]:
-    with _LIVE_LOCK:
-        return [p for p in _LIVE.values() if p.alive()]
 
 
 def _on_fatal_signal(signum: int, _frame: object) -> None:

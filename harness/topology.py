@@ -188,10 +188,6 @@ class Topology:
     def public_workers(self) -> tuple[WorkerSpec, ...]:
         return tuple(w for w in self.workers if w.card is not None and w.card.public)
 
-    @property
-    def registering_workers(self) -> tuple[WorkerSpec, ...]:
-        return tuple(w for w in self.workers if w.registers)
-
     def worker(self, role: str) -> WorkerSpec:
         return next(w for w in self.workers if w.role == role)
 

@@ -19,23 +19,6 @@ NON_LOOPBACK = "non-loopback-address"
 REGISTERED_UNEXPECTEDLY = "registered-but-must-not"
 INTERFERENCE = "interference"
 
-ALL_KINDS = (
-    WORKER_EXITED,
-    NEVER_REGISTERED,
-    CARD_WITHOUT_INSTANCE,
-    WRONG_CARD,
-    INTERNAL_ADVERTISED,
-    NEVER_LISTED,
-    LISTED_EARLY,
-    INCOMPATIBLE_WORKERS,
-    STATUS_503,
-    BAD_RESPONSE,
-    BAD_CONTENT,
-    NON_LOOPBACK,
-    REGISTERED_UNEXPECTEDLY,
-    INTERFERENCE,
-)
-
 
 @dataclass(frozen=True)
 class Violation:

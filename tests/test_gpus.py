@@ -63,19 +63,19 @@ def test_every_gpu_layout_is_well_formed():
 def test_tier_auto_takes_the_cpu_tier_without_a_gpu(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     choice = tier.choose("auto")
-    assert (choice.tier, choice.reason) == ("cpu", choice.reason)
+    assert choice.tier is tier.CPU
     assert "no CUDA GPU visible" in choice.reason
 
 
 def test_tier_auto_needs_a_cuda_build_of_sglang_too(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     choice = tier.choose("auto")
-    assert choice.tier == "cpu"
+    assert choice.tier is tier.CPU
     assert "1 GPU(s) visible but" in choice.reason
     assert "sgl_kernel" in choice.reason or "CPU-only" in choice.reason
 
 
 def test_an_explicit_tier_is_taken_as_asked():
-    assert tier.choose("gpu") == tier.TierChoice("gpu", "asked for with --tier")
+    assert tier.choose("gpu") == tier.TierChoice(tier.GPU, "asked for with --tier")
     with pytest.raises(ValueError, match="auto, cpu or gpu"):
         tier.choose("tpu")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from harness.loopback import ProcessPorts, inherited_env, loopback_env
 from harness.runtime.launch import hugging_face_env
+from harness.runtime.tier import CPU, GPU
 
 
 def test_loopback_env_pins_everything_to_loopback(tmp_path, monkeypatch):
@@ -30,9 +31,9 @@ def test_loopback_env_pins_everything_to_loopback(tmp_path, monkeypatch):
 
 def test_hugging_face_env_is_the_tiers(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", "/runner/hf")
-    cpu = hugging_face_env("cpu", tmp_path)
+    cpu = hugging_face_env(CPU, tmp_path)
     assert cpu["HF_HUB_OFFLINE"] == cpu["TRANSFORMERS_OFFLINE"] == "1"
     assert cpu["HF_HOME"] == str(tmp_path)  # private: nothing from the caller's cache
-    gpu = hugging_face_env("gpu", tmp_path)
+    gpu = hugging_face_env(GPU, tmp_path)
     assert "HF_HOME" not in gpu and gpu["HF_HUB_OFFLINE"] == "1"  # the runner's cache, offline
-    assert hugging_face_env("gpu", tmp_path, offline=False) == {}
+    assert hugging_face_env(GPU, tmp_path, offline=False) == {}

@@ -19,10 +19,10 @@ import pytest
 from harness.catalogue import load
 from harness.history import table
 from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, read_junit, run_release
-from harness.loopback import ProcessPorts
-from harness.runtime import dynamo_env
-from harness.runtime.launch import WorkerSite, worker_command
+from harness.runtime import dynamo_env, tier
+from harness.runtime.launch import worker_command
 from harness.topology import Scenario, UnsupportedRelease
+from tests.sites import worker_site
 
 CATALOGUE = load()
 OLD_RELEASES = ("0.7.1", "0.8.1")
@@ -43,27 +43,18 @@ def test_each_release_gets_its_era_or_a_reason():
 
 def test_an_era_command_line_takes_the_namespace_from_the_environment(tmp_path: Path):
     topology = CATALOGUE.topology("mm-encode-pd").for_release("0.7.1")
-    site = WorkerSite(
-        namespace="h-ns",
-        model_name="Qwen/Qwen2.5-VL-7B-Instruct",
-        ports=ProcessPorts(20001, 20002, 20003, 20004),
-        etcd="http://127.0.0.1:1",
-        nats="nats://127.0.0.1:2",
-        tmpdir=tmp_path / "tmp",
-        media_dir=tmp_path / "media",
-        hf_home=tmp_path / "hf",
-    )
+    site = worker_site(tmp_path, model_name="Qwen/Qwen2.5-VL-7B-Instruct")
     command = worker_command(
-        "cpu",
+        tier.CPU,
         Scenario.packed(topology),
         topology.worker("mm-encoder"),
         model_path="/models/vl",
         site=site,
         timeout_s=30,
     )
-    assert "--namespace" not in command.argv
+    assert "--namespace" not in command.dynamo_argv
     assert command.env["DYN_NAMESPACE"] == "h-ns"
-    assert "--multimodal-encode-worker" in command.argv
+    assert "--multimodal-encode-worker" in command.dynamo_argv
 
 
 def test_a_missing_release_environment_is_one_clear_error(tmp_path: Path):

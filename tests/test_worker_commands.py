@@ -21,8 +21,9 @@ import pytest
 
 from harness.catalogue import load
 from harness.model_source import TinyModels, gpu_models
-from harness.runtime.launch import TIER_DIFFERENCES, WorkerCommand
+from harness.runtime.launch import WorkerCommand
 from harness.runtime.plan import build_plan
+from harness.runtime.tier import CPU, GPU, tier_differences
 from tests.hf_cache import cache_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,10 +68,10 @@ def plans(
         patch.delenv("HF_HUB_CACHE", raising=False)
         cached = gpu_models([])  # raises MissingModels unless every name is in the cache
         plans = {
-            f"gpu{n}": build_plan(CATALOGUE, "gpu", gpu_count=n, workdir=workdir, models=cached)
+            f"gpu{n}": build_plan(CATALOGUE, GPU, gpu_count=n, workdir=workdir, models=cached)
             for n in GPU_COUNTS
         }
-    plans["cpu"] = build_plan(CATALOGUE, "cpu", workdir=workdir)
+    plans["cpu"] = build_plan(CATALOGUE, CPU, workdir=workdir)
     return plans
 
 
@@ -92,7 +93,7 @@ def parsed(plans: dict[str, list[WorkerCommand]], hf_home: Path) -> dict[tuple[s
         **{("broken", i): argv for i, argv in enumerate(_broken(plans["cpu"][0]))},
         ("uncached", 0): _with_model(plans["gpu1"][0], UNCACHED_MODEL),
     }
-    argvs = [c.dynamo_argv() for _, _, c in named] + list(extra.values())
+    argvs = [list(c.dynamo_argv) for _, _, c in named] + list(extra.values())
     outcome = _parse_all(argvs, _plan_env(plans["gpu1"][0], hf_home))
     keys = [(name, i) for name, i, _ in named] + list(extra)
     return dict(zip(keys, outcome, strict=True))
@@ -102,14 +103,14 @@ UNCACHED_MODEL = "harness-tests/never-fetched"
 
 
 def _with_model(command: WorkerCommand, model: str) -> list[str]:
-    argv = command.dynamo_argv()
+    argv = list(command.dynamo_argv)
     argv[argv.index("--model-path") + 1] = model
     return argv
 
 
 def _broken(command: WorkerCommand) -> list[list[str]]:
     """A command with a flag 1.6.1 does not know, and one with a mode it rejects."""
-    argv = command.dynamo_argv()
+    argv = list(command.dynamo_argv)
     return [[*argv, "--no-such-flag"], [*argv, "--disaggregation-mode", "both"]]
 
 
@@ -225,7 +226,7 @@ def test_gpu_tier_passes_hugging_face_settings_through(tmp_path, monkeypatch, pl
 
 def _masked_argv(command: WorkerCommand) -> list[str]:
     """Per-process and per-tier values (bootstrap port; the model: a row of the tier table)."""
-    argv = command.dynamo_argv()
+    argv = list(command.dynamo_argv)
     for flag in ("--disaggregation-bootstrap-port", "--model-path", "--dist-init-addr"):
         if flag in argv:
             argv[argv.index(flag) + 1] = "<masked>"
@@ -238,7 +239,7 @@ def _masked_env(command: WorkerCommand) -> dict[str, str]:
 
 
 def test_cpu_tier_runs_the_gpu_tiers_packed_command_line(plans):
-    """Apart from the rows of TIER_DIFFERENCES, a CPU-tier worker runs the GPU command."""
+    """Apart from the rows of the tier table, a CPU-tier worker runs the GPU command."""
     cpu = {(c.topology, c.role): c for c in plans["cpu"]}
     packed = [
         c for c in plans["gpu2"] if c.layout == CATALOGUE.topology(c.topology).gpu.packed.name
@@ -261,7 +262,7 @@ def test_cpu_tier_runs_the_gpu_tiers_packed_command_line(plans):
         differing = {k for k in cpu_env.keys() | gpu_env.keys() if cpu_env.get(k) != gpu_env.get(k)}
         assert differing <= tier_env, differing
     assert {"engine", "device", "models", "Hugging Face env", "GPUs", "child processes"} <= {
-        d.aspect for d in TIER_DIFFERENCES
+        d.aspect for d in tier_differences()
     }
 
 

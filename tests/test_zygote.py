@@ -3,6 +3,7 @@ variable frozen at import, and a refusal (not a silently different worker) when 
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,8 @@ from harness.catalogue import load
 from harness.deadline import Deadline
 from harness.runtime.launch import template_env
 from harness.runtime.plan import PLACEHOLDER_ETCD, PLACEHOLDER_NATS, build_plan
-from harness.runtime.spawn import TemplateUnfit, Zygote
+from harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S, TemplateUnfit, Zygote
+from harness.runtime.tier import CPU
 from tests.inner_pytest import run_pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +26,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.gpu_0]
 def template(worker_template: Zygote | None) -> Zygote:
     if worker_template is None:
         pytest.skip("no worker template in this run (--spawn fresh)")
-    worker_template.wait_ready(Deadline(180))
+    worker_template.wait_ready(Deadline(TEMPLATE_IMPORT_DEADLINE_S))
     return worker_template
 
 
@@ -43,7 +45,7 @@ def test_no_worker_of_the_catalogue_differs_from_the_template_in_a_frozen_variab
     info = template.wait_ready(Deadline(1))
     hf_home = tmp_path / "hf"
     base = template_env(PLACEHOLDER_ETCD, PLACEHOLDER_NATS, hf_home, tmp_path / "t")
-    commands = build_plan(load(), "cpu", workdir=tmp_path)
+    commands = build_plan(load(), CPU, workdir=tmp_path)
     assert commands and all(c.env["HF_HOME"] == str(hf_home) for c in commands)
     frozen = {f"{c.topology}/{c.role}": info.frozen_for(base, c.environment()) for c in commands}
     assert not any(frozen.values()), frozen
@@ -58,10 +60,10 @@ def test_no_worker_of_the_catalogue_differs_from_the_template_in_a_frozen_variab
 def test_a_worker_whose_import_time_variable_differs_is_refused(
     template, tmp_path, variable, value
 ):
-    env = {**template.env, variable: value}
-    argv = ["python", "-m", "workers.cpu_sglang", "--help"]
+    planned = build_plan(load(), CPU, workdir=tmp_path, topologies=["aggregated"])[0]
+    command = dataclasses.replace(planned, env={**template.env, variable: value})
     with pytest.raises(TemplateUnfit, match=f"frozen: {variable}"):
-        template.spawn(argv, env, ROOT, tmp_path / "w.log")
+        template.spawn(command, ROOT, tmp_path / "w.log")
 
 
 def test_a_template_that_starts_a_thread_at_import_is_refused_and_its_reads_listed(tmp_path):
@@ -73,7 +75,7 @@ def test_a_template_that_starts_a_thread_at_import_is_refused_and_its_reads_list
     zygote.start()
     try:
         with pytest.raises(TemplateUnfit, match="started-at-import"):
-            zygote.wait_ready(Deadline(180))
+            zygote.wait_ready(Deadline(TEMPLATE_IMPORT_DEADLINE_S))
         assert zygote.info is not None and "HARNESS_TEST_READ_AT_IMPORT" in zygote.info.env_reads
     finally:
         zygote.stop()

@@ -1,25 +1,17 @@
-"""Run the real `dynamo.sglang` worker on CPU: `python -m workers.cpu_sglang [harness flags] ARGV`.
+"""Run the real `dynamo.sglang` worker on CPU: `python -m workers.cpu_sglang ARGV`.
 
 Only sglang's GPU classes are swapped for the stand-ins in `workers.cpu_engine`; argument
-parsing, registration, serving and shutdown are Dynamo's own code. Harness flags (before the
-Dynamo argv) select fault injection; everything else goes to `dynamo.sglang` unchanged (the
-harness's command builder, harness.runtime.launch, adds `--device cpu`).
+parsing, registration, serving and shutdown are Dynamo's own code. ARGV is the Dynamo argv,
+unchanged (the harness's command builder, harness.runtime.launch, adds `--device cpu`); the
+harness's own option, a fault, comes by name from the environment (workers/faults.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import sys
 
 from workers import torchvision_shim
-
-
-def _harness_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--harness-fault", default=None)
-    parser.add_argument("--harness-fault-delay", type=float, default=0.0)
-    return parser.parse_known_args(argv)
 
 
 def install_stand_ins() -> None:
@@ -55,13 +47,13 @@ def install_release_stand_ins() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    harness, dynamo_argv = _harness_args(sys.argv[1:] if argv is None else argv)
+    dynamo_argv = list(sys.argv[1:] if argv is None else argv)
     torchvision_shim.apply()
     install_release_stand_ins()
 
     from workers import faults
 
-    faults.install(harness.harness_fault, harness.harness_fault_delay)
+    faults.install_from_environment()
 
     import uvloop
     from dynamo.sglang.main import worker

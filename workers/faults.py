@@ -1,6 +1,7 @@
 """Fault injection for the CPU launcher: each fault is a bug the harness claims to catch.
 
-Off by default; a worker gets one with `--harness-fault NAME`. Faults patch the single call
+Off by default; a worker gets one with HARNESS_FAULT=NAME (and HARNESS_FAULT_DELAY=SECONDS) in
+its environment, set by the harness's command builder. Faults patch the single call
 every dynamo.sglang init function makes to register (`dynamo.sglang.register.register_model`)
 or the request handlers' `generate`, so they reproduce a bug of the #4486 class in any mode
 without editing Dynamo.
@@ -31,9 +32,10 @@ FAULTS = (
     "lora-card-stays",
     "unready-after-registration",
 )
-# Set by the launcher for the worker's own python children (the gateway's), whose start-up
-# hook installs the same fault (workers/startup/sitecustomize.py).
+# Set by the harness for the worker; its own python children (the gateway's) inherit them,
+# and their start-up hook installs the same fault (workers/startup/sitecustomize.py).
 FAULT_ENV, FAULT_DELAY_ENV = "HARNESS_FAULT", "HARNESS_FAULT_DELAY"
+_installed: list[str] = []  # the fault installed in this process, once
 EXIT_AFTER_REGISTRATION_CODE = 17
 HANDLER_ERROR_MESSAGE = "injected handler fault"
 UNREADY_REQUESTS = 1  # refused by a worker that registered before it could serve
@@ -219,12 +221,19 @@ def _unready_handlers() -> None:
     _replace_generates(unready)
 
 
+def install_from_environment() -> None:
+    """Install the fault the environment names (none: run unmodified). Once per process: a
+    fresh worker's start-up hook may have installed it before the launcher runs."""
+    install(os.environ.get(FAULT_ENV), float(os.environ.get(FAULT_DELAY_ENV) or 0))
+
+
 def install(fault: str | None, delay_s: float = 0.0) -> None:
     """Install `fault` in this worker process (None: run unmodified)."""
-    if not fault:
+    if not fault or _installed:
         return
     if fault not in FAULTS:
-        raise SystemExit(f"unknown --harness-fault {fault!r}; choose from {', '.join(FAULTS)}")
+        raise SystemExit(f"unknown {FAULT_ENV} {fault!r}; choose from {', '.join(FAULTS)}")
+    _installed.append(fault)
     _announce(fault, "installed")
     os.environ[FAULT_ENV], os.environ[FAULT_DELAY_ENV] = fault, str(delay_s)
     if fault == "skip-registration":

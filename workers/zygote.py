@@ -4,16 +4,17 @@
 transformers, sglang, dynamo.sglang and every init path, the stand-ins) while recording every
 environment variable read on the way, then answers on the inherited socket N:
 
-    -> {"op": "spawn", "id": 1, "argv": [...], "env": {...}, "cwd": "...", "log": "..."}
+    -> {"op": "spawn", "id": 1, "module": "workers.cpu_sglang", "dynamo_argv": [...],
+        "env": {...}, "cwd": "...", "log": "..."}
     <- {"id": 1, "pid": 4321}
     <- {"exited": 4321, "code": 0}          (when a child ends; the template reaps it)
 
 A child is made like a fresh process: its own session and process group, stdin from
 /dev/null, stdout+stderr to its log, the signal dispositions of a new interpreter, its own
 environment (C-level too), cwd, TMPDIR and random state, then the same launcher a fresh worker
-runs (`workers.cpu_sglang.main`), and the exit an interpreter makes as far as anything outside
-can see (threads joined, atexit run, stdio flushed), without its teardown: see
-exit_without_teardown.
+runs (`MODULE.main(dynamo_argv)`; the harness's own options, a fault, are in the environment),
+and the exit an interpreter makes as far as anything outside can see (threads joined, atexit
+run, stdio flushed), without its teardown: see exit_without_teardown.
 
 Nothing in the template may start a thread or a runtime before it forks (Dynamo's
 DistributedRuntime, tokio, torch intra-op pools, tokenizers' parallelism, ZMQ contexts): the
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import importlib
 import json
 import os
 import random
@@ -95,8 +97,6 @@ def preload(also: tuple[str, ...] = ()) -> tuple[set[str], float]:
 
         torchvision_shim.apply()
         cpu_sglang.install_stand_ins()
-        import importlib
-
         for name in (*PRELOAD, *also):
             importlib.import_module(name)
     finally:
@@ -130,12 +130,12 @@ def _become_worker(request: dict[str, Any], close_fds: list[int]) -> int:
     os.environ.clear()  # unsetenv/putenv too: Dynamo's Rust side reads the C environment
     os.environ.update(request["env"])
     refresh_after_fork()
-    argv = list(request["argv"])
-    sys.argv = ["-m", *argv]  # what `python -m workers.cpu_sglang ARGV` shows its code
-    from workers import cpu_sglang
+    argv = list(request["dynamo_argv"])
+    sys.argv = ["-m", *argv]  # what `python -m MODULE ARGV` shows its code
+    launcher = importlib.import_module(request["module"])  # pre-imported: the CPU launcher
 
     try:
-        cpu_sglang.main(argv)
+        launcher.main(argv)
     except SystemExit as exit_request:
         code = exit_request.code
         if code is None:

@@ -9,6 +9,7 @@ frontend lists each public model, then lets the test send requests. Every findin
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import time
@@ -50,7 +51,7 @@ from harness.records import ModelCard
 from harness.requests import Reply, send
 from harness.runtime import dynamo_env, gpus
 from harness.runtime.launch import WorkerSite, placeholders, worker_command
-from harness.runtime.spawn import FRESH
+from harness.runtime.spawn import FRESH, TEMPLATE_IMPORT_DEADLINE_S
 from harness.topology import Scenario, Topology, WorkerSpec
 from harness.violations import (
     BAD_CONTENT,
@@ -64,8 +65,6 @@ from harness.violations import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-
-TEMPLATE_IMPORT_DEADLINE_S = 180.0  # the worker template's imports, once a session
 
 
 class Deployment:
@@ -88,7 +87,7 @@ class Deployment:
         # Fresh processes when asked for (or no template exists), else the session's template.
         self._spawner = None if spawn == FRESH else session.spawner
         # The layout's start order: the GPU tier's default; a CPU-tier test can ask for it.
-        self.sequential = session.settings.tier == "gpu" if sequential is None else sequential
+        self.sequential = session.settings.tier.start_order if sequential is None else sequential
         # An explicit start order: every worker, one at a time, each registered (or left
         # waiting for its peers) before the next starts.
         self.order = tuple(order) if order is not None else None
@@ -148,7 +147,7 @@ class Deployment:
         self._not_started: list[Violation] = []
         self._gpus = (
             gpus.assign(self.scenario.placement, session.gpu_share)
-            if session.settings.tier == "gpu"
+            if session.settings.tier.gpus
             else {}
         )
         # Ports the workers share ({port:NAME} in their flags), one set per deployment.
@@ -250,6 +249,7 @@ class Deployment:
             media_dir=self.workdir / "media",
             hf_home=self.session.hf_home,
             shared_ports=self._shared_ports,
+            deployment_env=self._env,
         )
         command = worker_command(
             self.session.settings.tier,
@@ -262,13 +262,19 @@ class Deployment:
             fault=fault,
             fault_delay_s=self.fault_delay_s,
         )
+        log_path = self.workdir / "logs" / f"{spec.role}{self._restart_suffix(spec.role)}.log"
+        fork = (  # the template is handed the command whole
+            functools.partial(self._spawner.spawn, command, ROOT, log_path)
+            if self._spawner is not None
+            else None
+        )
         proc = ManagedProcess(
             role=spec.role,
-            argv=list(command.argv),
-            env={**command.environment(), **self._env},
-            log_path=self.workdir / "logs" / f"{spec.role}{self._restart_suffix(spec.role)}.log",
+            argv=command.argv(),
+            env=command.environment(),
+            log_path=log_path,
             cwd=ROOT,
-            spawner=self._spawner,
+            spawn=fork,
         ).start()
         pinned = spec.pin_request_plane and self.request_plane == TCP
         return Worker(spec, proc, process_ports, fault, pinned)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.runtime.spawn import FRESH, ZYGOTE
+from harness.runtime.tier import CPU, TierPolicy
 from harness.topology import Scenario
 
 NOT_READY_STATUSES = (404, 503)
@@ -44,10 +45,10 @@ class Planes:
 
 @dataclass(frozen=True)
 class Settings:
-    """Deadlines. The CPU tier's are tight where its starts are fast (a worker forked from
-    the template serves in well under a second); the GPU tier's follow each layout."""
+    """The run's tier and deadlines: the tier's defaults (harness.runtime.tier) unless an
+    option sets one."""
 
-    tier: str = "cpu"
+    tier: TierPolicy = CPU
     spawn: str = FRESH  # CPU tier: how workers start (harness.runtime.spawn)
     register_deadline_s: float | None = None  # None: see register_deadline()
     card_grace_s: float | None = None  # instance without card, once every peer serves
@@ -55,30 +56,23 @@ class Settings:
     stop_grace_s: float = 15.0
 
     def register_deadline(self, scenario: Scenario, forked: bool | None = None) -> float:
-        """For every worker to serve and register, from the deployment's start: the layout's
-        start timeout (GPU), 30 s from the template, 120 s for fresh CPU processes (2-3 of
-        them importing at once on 2 cores take up to 30 s). `forked`: whether this
-        deployment's workers come from the template (default: the session's spawn mode)."""
+        """For every worker to serve and register, from the deployment's start. `forked`:
+        whether this deployment's workers come from the template (default: the session's
+        spawn mode)."""
         if self.register_deadline_s is not None:
             return self.register_deadline_s
-        if self.tier != "cpu":
-            return float(scenario.placement.start_timeout_s)
-        if scenario.topology.cpu_register_deadline_s is not None:
-            return scenario.topology.cpu_register_deadline_s
         if forked is None:
             forked = self.spawn == ZYGOTE
-        return 30.0 if forked else 120.0
+        return self.tier.deadlines.register(scenario, forked)
 
     @property
     def card_grace(self) -> float:
-        """A card lands within a second of its instance (measured: 0-0.7 s on 1.6.1)."""
         if self.card_grace_s is not None:
             return self.card_grace_s
-        return 5.0 if self.tier == "cpu" else 60.0
+        return self.tier.deadlines.card_grace_s
 
     @property
     def list_deadline(self) -> float:
-        """Listing follows the last card by 30-100 ms on the CPU tier."""
         if self.list_deadline_s is not None:
             return self.list_deadline_s
-        return 10.0 if self.tier == "cpu" else 30.0
+        return self.tier.deadlines.list_deadline_s

@@ -11,7 +11,7 @@ from harness.deployment.stops import BackgroundStops
 from harness.frontend import Frontend
 from harness.infra import Endpoints
 from harness.observer import DiscoveryObserver
-from harness.processes import Spawner
+from harness.runtime.spawn import Zygote
 
 
 @dataclass
@@ -28,7 +28,7 @@ class Session:
     gpu_share: tuple[str, ...] = ()  # GPU tier: this run's GPUs (disjoint per xdist worker)
     progress: Callable[[str], None] | None = None  # where live start-up lines go, if anywhere
     progress_heartbeat_s: float = 30.0
-    spawner: Spawner | None = None  # CPU tier: the worker template; None: fresh processes
+    spawner: Zygote | None = None  # CPU tier: the worker template; None: fresh processes
     stops: BackgroundStops = field(default_factory=BackgroundStops)
 
     @property

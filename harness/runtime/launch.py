@@ -1,9 +1,12 @@
-"""One command line for a worker, both tiers: the only place a worker's argv and env are built.
+"""One command for a worker, both tiers: the only place a worker's command and env are built.
 
-Deployments, the benchmark and `python -m harness plan` all call `worker_command`. The tier
-decides only the engine (CPU stand-ins or real sglang) and where models come from; every
-other difference is a row of `TIER_DIFFERENCES`, which the plan prints. The CPU tier runs each
-topology's packed 1-GPU layout, so the flags GPU runners use are exercised on every commit.
+Deployments, the benchmark and `python -m harness plan` all call `worker_command`, and get a
+`WorkerCommand`: the module, the harness's own options, the Dynamo argv and the environment
+(planes and ports included), as named fields. A fresh process runs `command.argv()`, the
+worker template is handed the command whole, and the plan prints it whole; nothing reads an
+argv back by position. The tier's policy (harness.runtime.tier) decides the engine, device,
+models, GPUs and Hugging Face settings; the CPU tier runs each topology's packed 1-GPU layout,
+so the flags GPU runners use are exercised on every commit.
 """
 
 from __future__ import annotations
@@ -22,72 +25,14 @@ from harness.loopback import (
     session_env,
 )
 from harness.runtime import dynamo_env
-from harness.runtime.tier import CPU, GPU
+from harness.runtime.tier import CPU, STAND_INS_ENV, TierPolicy
 from harness.topology import Scenario, WorkerSpec
+from workers.faults import FAULT_DELAY_ENV, FAULT_ENV
 
-CPU_ENGINE_MODULE = "workers.cpu_sglang"  # real dynamo.sglang with sglang's GPU classes swapped
 ROOT = Path(__file__).resolve().parents[2]
 # On a CPU-tier worker's PYTHONPATH: its start-up hook gives the python processes a worker
 # spawns itself (the gateway's `python -m dynamo.sglang` children) the same stand-ins.
 STARTUP_HOOK_DIR = ROOT / "workers" / "startup"
-GPU_ENGINE_MODULE = "dynamo.sglang"
-
-
-@dataclass(frozen=True)
-class TierDifference:
-    aspect: str
-    cpu: str
-    gpu: str
-
-
-TIER_DIFFERENCES: tuple[TierDifference, ...] = (
-    TierDifference(
-        "engine",
-        f"python -m {CPU_ENGINE_MODULE} (dynamo.sglang's own main.worker; sglang's Engine, "
-        "MMEncoder and DiffGenerator replaced by CPU stand-ins)",
-        f"python -m {GPU_ENGINE_MODULE}",
-    ),
-    TierDifference("device", "--device cpu appended", "sglang picks CUDA"),
-    TierDifference(
-        "models",
-        "tiny local dirs of the real models' architectures, generated per session",
-        "Hugging Face names or local paths (catalogue GPU_MODELS, --model KEY=REF)",
-    ),
-    TierDifference(
-        "Hugging Face env",
-        "HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1, a private empty HF_HOME per session",
-        "HF_HOME / HF_TOKEN passed through; HF_HUB_OFFLINE=1 and TRANSFORMERS_OFFLINE=1 once "
-        "every model is in the cache (`python -m harness models fetch`)",
-    ),
-    TierDifference(
-        "GPUs",
-        "CUDA_VISIBLE_DEVICES empty",
-        "CUDA_VISIBLE_DEVICES = the layout's GPUs within this run's share",
-    ),
-    TierDifference(
-        "layout", "the packed 1-GPU layout's flags", "each layout that fits the visible GPUs"
-    ),
-    TierDifference(
-        "start order", "all workers at once", "the layout's start order, each serving first"
-    ),
-    TierDifference(
-        "deadlines",
-        "register 120 s, card grace 20 s",
-        "register = the layout's start timeout, card grace 60 s",
-    ),
-    TierDifference("fault injection", "--harness-fault (self-tests)", "none"),
-    TierDifference(
-        "child processes",
-        "PYTHONPATH has workers/startup, whose sitecustomize installs the stand-ins in "
-        "python processes the worker spawns (HARNESS_STAND_INS=1)",
-        "unchanged",
-    ),
-    TierDifference(
-        "process",
-        "forked from a pre-imported template (--spawn zygote, the default) or fresh",
-        "always a fresh process",
-    ),
-)
 
 
 @dataclass(frozen=True)
@@ -105,6 +50,27 @@ class WorkerSite:
     # Ports the deployment's workers share, named in flags as {port:NAME} (a multi-node
     # group's --dist-init-addr): allocated once per deployment.
     shared_ports: dict[str, int] = field(default_factory=dict)
+    # The deployment's own environment, set last: another discovery backend or request /
+    # event plane (harness.deployment.options.Planes), a test's variables.
+    deployment_env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HarnessOptions:
+    """What the CPU launcher does besides running dynamo.sglang: a fault (self-tests). It
+    travels in the worker's environment, where the launcher and the start-up hook of the
+    worker's own python children read it by name (workers/faults.py)."""
+
+    fault: str | None = None
+    fault_delay_s: float = 0.0
+
+    def env(self) -> dict[str, str]:
+        if not self.fault:
+            return {}
+        return {FAULT_ENV: self.fault, FAULT_DELAY_ENV: str(self.fault_delay_s)}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"fault": self.fault, "fault_delay_s": self.fault_delay_s}
 
 
 @dataclass(frozen=True)
@@ -112,31 +78,38 @@ class WorkerCommand:
     topology: str
     layout: str
     role: str
-    argv: tuple[str, ...]
+    python: str
+    module: str  # python -m MODULE
+    harness: HarnessOptions
+    dynamo_argv: tuple[str, ...]  # what dynamo.sglang's own parser gets
     env: dict[str, str]  # set by the harness on top of the caller's environment
     gpus: tuple[str, ...]
     vram_gib: float | None
     timeout_s: float  # to serve and register, from the deployment's start
     start_after: tuple[str, ...] = ()  # roles that must be serving before this one starts
-    notes: tuple[str, ...] = field(default=())
+
+    def argv(self) -> list[str]:
+        """The fresh process's command line."""
+        return [self.python, "-m", self.module, *self.dynamo_argv]
+
+    def harness_env(self) -> dict[str, str]:
+        """Everything the harness sets: the command's env and its harness options."""
+        return {**self.env, **self.harness.env()}
 
     def environment(self) -> dict[str, str]:
         """The process's whole environment."""
-        return {**inherited_env(), **self.env}
-
-    def dynamo_argv(self) -> list[str]:
-        """The argv dynamo.sglang's own parser gets (after the module and harness flags)."""
-        argv = list(self.argv[3:])
-        while argv and argv[0].startswith("--harness-"):
-            argv = argv[2:]
-        return argv
+        return {**inherited_env(), **self.harness_env()}
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "topology": self.topology,
             "layout": self.layout,
             "role": self.role,
-            "argv": list(self.argv),
+            "argv": self.argv(),
+            "python": self.python,
+            "module": self.module,
+            "harness": self.harness.as_dict(),
+            "dynamo_argv": list(self.dynamo_argv),
             "env": dict(sorted(self.env.items())),
             "gpus": list(self.gpus),
             "vram_gib": self.vram_gib,
@@ -146,7 +119,7 @@ class WorkerCommand:
 
 
 def worker_command(
-    tier: str,
+    tier: TierPolicy,
     scenario: Scenario,
     spec: WorkerSpec,
     *,
@@ -161,12 +134,9 @@ def worker_command(
     placement = scenario.placement.of(spec.role)
     era = scenario.topology.era
     namespace_flag = era is None or era.namespace_flag
-    argv = [dynamo_env.active().python, "-m", _engine_module(tier)]
-    if fault:
-        if tier != CPU:
-            raise ValueError("fault injection exists on the CPU tier only")
-        argv += ["--harness-fault", fault, "--harness-fault-delay", str(fault_delay_s)]
-    argv += [
+    if fault and not tier.fault_injection:
+        raise ValueError(f"fault injection does not exist on the {tier.name} tier")
+    argv = [
         "--model-path",
         model_path,
         "--served-model-name",
@@ -179,6 +149,7 @@ def worker_command(
     ]
     if "--video-generation-worker" in spec.flags:
         argv += ["--media-output-fs-url", site.media_dir.as_uri()]
+    argv += tier.device_argv
     env = loopback_env(site.etcd, site.nats, site.ports, site.tmpdir)
     if not spec.pin_request_plane:  # its own python children inherit this environment
         for name in REQUEST_PLANE_PORTS:
@@ -188,26 +159,25 @@ def worker_command(
     env.update(dict(spec.env))
     env.update(dict(placement.env))
     env.update(hugging_face_env(tier, site.hf_home, hf_offline))
-    if tier == CPU:
-        argv += ["--device", "cpu"]
-        env["CUDA_VISIBLE_DEVICES"] = ""
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus) if tier.gpus else ""
+    if tier.stand_ins:
         env.update(stand_in_env())
-        env["HARNESS_STAND_INS"] = "1"  # for the worker's own python children (gateway)
-        start_after: tuple[str, ...] = ()
-    else:
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
-        order = scenario.placement.start_order
-        start_after = order[: order.index(spec.role)] if spec.role in order else ()
+        env[STAND_INS_ENV] = "1"  # for the worker's own python children (gateway)
+    env.update(site.deployment_env)
+    order = scenario.placement.start_order if tier.start_order else ()
     return WorkerCommand(
         topology=scenario.topology.name,
         layout=scenario.placement.name,
         role=spec.role,
-        argv=tuple(argv),
+        python=dynamo_env.active().python,
+        module=tier.engine_module,
+        harness=HarnessOptions(fault, fault_delay_s if fault else 0.0),
+        dynamo_argv=tuple(argv),
         env=env,
-        gpus=gpus if tier == GPU else (),
-        vram_gib=placement.vram_gib if tier == GPU else None,
+        gpus=gpus if tier.gpus else (),
+        vram_gib=placement.vram_gib if tier.gpus else None,
         timeout_s=timeout_s,
-        start_after=start_after,
+        start_after=order[: order.index(spec.role)] if spec.role in order else (),
     )
 
 
@@ -224,20 +194,12 @@ def resolve_placeholders(flag: str, shared_ports: dict[str, int]) -> str:
     return _PLACEHOLDER.sub(lambda m: str(shared_ports[m.group(1)]), flag)
 
 
-def hugging_face_env(tier: str, hf_home: Path, offline: bool = True) -> dict[str, str]:
+def hugging_face_env(tier: TierPolicy, hf_home: Path, offline: bool = True) -> dict[str, str]:
     """CPU tier: no hub at all (local dirs). GPU tier: the caller's HF_HOME and HF_TOKEN stay;
     offline once the models are in that cache, so a run never downloads."""
-    if tier == CPU:
+    if tier.private_hf_home:
         return offline_hf_env(hf_home)
     return {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if offline else {}
-
-
-def _engine_module(tier: str) -> str:
-    if tier == CPU:
-        return CPU_ENGINE_MODULE
-    if tier == GPU:
-        return GPU_ENGINE_MODULE
-    raise ValueError(f"unknown tier {tier!r}")
 
 
 def stand_in_env() -> dict[str, str]:

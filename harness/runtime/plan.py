@@ -1,5 +1,6 @@
 """`python -m harness plan`: every worker's exact command, env delta, GPUs, VRAM and timeout,
-built by the same `worker_command` a deployment uses, without starting anything."""
+built by the same `worker_command` a deployment uses, without starting anything; and the
+tier table, generated from the tiers' policies."""
 
 from __future__ import annotations
 
@@ -15,36 +16,30 @@ from harness.deployment import Settings
 from harness.loopback import ProcessPorts
 from harness.model_source import ModelSource, TinyModels, gpu_models
 from harness.runtime import gpus
-from harness.runtime.launch import (
-    TIER_DIFFERENCES,
-    WorkerCommand,
-    WorkerSite,
-    placeholders,
-    worker_command,
-)
-from harness.runtime.tier import CPU, GPU
+from harness.runtime.launch import WorkerCommand, WorkerSite, placeholders, worker_command
+from harness.runtime.tier import TIERS, TierPolicy, tier_differences
 from harness.topology import Scenario, Topology
 
 PLACEHOLDER_ETCD = "http://127.0.0.1:<etcd-port>"
 PLACEHOLDER_NATS = "nats://127.0.0.1:<nats-port>"
 
 
-def scenarios_for(tier: str, topology: Topology, gpu_count: int) -> list[Scenario]:
-    """What a run would deploy: the packed layout on the CPU tier, else every layout that
-    fits the GPUs."""
-    if tier == CPU:
+def scenarios_for(tier: TierPolicy, topology: Topology, gpu_count: int) -> list[Scenario]:
+    """What a run would deploy: every layout that fits the GPUs (GPU tier), else the packed
+    layout."""
+    if not tier.gpus:
         return [Scenario.packed(topology)]
     return [Scenario(topology, p) for p in topology.gpu.placements if p.gpus <= gpu_count]
 
 
-def launch_order(scenario: Scenario, tier: str) -> list[str]:
-    order = scenario.placement.start_order if tier == GPU else ()
+def launch_order(scenario: Scenario, tier: TierPolicy) -> list[str]:
+    order = scenario.placement.start_order if tier.start_order else ()
     return [w.role for w in scenario.topology.workers if w.role not in order] + list(order)
 
 
 def build_plan(
     catalogue: Catalogue,
-    tier: str,
+    tier: TierPolicy,
     *,
     gpu_count: int = 1,
     topologies: list[str] | None = None,
@@ -55,7 +50,7 @@ def build_plan(
     if models is None:
         models = (
             TinyModels(workdir / "models")
-            if tier == CPU
+            if tier.tiny_models
             else gpu_models(overrides or [], require_cached=False)
         )
     visible = tuple(str(i) for i in range(gpu_count))
@@ -63,7 +58,7 @@ def build_plan(
     commands = []
     for topology in catalogue.select(topologies):
         for scenario in scenarios_for(tier, topology, gpu_count):
-            assigned = gpus.assign(scenario.placement, visible) if tier == GPU else {}
+            assigned = gpus.assign(scenario.placement, visible) if tier.gpus else {}
             shared = sorted({n for w in topology.workers for n in placeholders(w.flags)})
             shared_ports = dict(zip(shared, ports.allocate(len(shared)), strict=True))
             ports.release(list(shared_ports.values()))  # shown, not held
@@ -96,10 +91,10 @@ def build_plan(
     return commands
 
 
-def render_text(commands: list[WorkerCommand], tier: str, gpu_count: int) -> str:
-    lines = [f"# plan: tier {tier}" + (f", {gpu_count} GPU(s)" if tier == GPU else "")]
+def render_text(commands: list[WorkerCommand], tier: TierPolicy, gpu_count: int) -> str:
+    lines = [f"# plan: tier {tier.name}" + (f", {gpu_count} GPU(s)" if tier.gpus else "")]
     lines.append("# what differs between the tiers (everything else is the same command):")
-    for diff in TIER_DIFFERENCES:
+    for diff in tier_differences():
         lines.append(f"#   {diff.aspect:<17} cpu: {diff.cpu}")
         lines.append(f"#   {'':<17} gpu: {diff.gpu}")
     current = None
@@ -112,20 +107,21 @@ def render_text(commands: list[WorkerCommand], tier: str, gpu_count: int) -> str
             lines.append("")
             lines.append(
                 f"== {command.topology} ({command.layout}"
-                + (f", ~{vram:.1f} GiB VRAM estimated" if tier == GPU and vram else "")
+                + (f", ~{vram:.1f} GiB VRAM estimated" if tier.gpus and vram else "")
                 + ") =="
             )
         lines.append(f"-- {command.role}: {_resources(command, tier)}")
-        lines.append("   " + shlex.join(command.argv))
+        lines.append("   " + shlex.join(command.argv()))
         lines.append(
-            "   env: " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(command.env.items()))
+            "   env: "
+            + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(command.harness_env().items()))
         )
     return "\n".join(lines)
 
 
-def _resources(command: WorkerCommand, tier: str) -> str:
+def _resources(command: WorkerCommand, tier: TierPolicy) -> str:
     parts = []
-    if tier == GPU:
+    if tier.gpus:
         parts.append(f"GPU {','.join(command.gpus)}")
         parts.append(
             f"~{command.vram_gib:.1f} GiB" if command.vram_gib else "VRAM: sglang's static share"
@@ -146,7 +142,7 @@ def plan_command(catalogue: Catalogue, args: argparse.Namespace) -> str:
     with tempfile.TemporaryDirectory(prefix="harness-plan-") as workdir:
         commands = build_plan(
             catalogue,
-            args.tier,
+            TIERS[args.tier],
             gpu_count=args.gpus,
             topologies=args.topology or None,
             overrides=args.model,
@@ -154,4 +150,4 @@ def plan_command(catalogue: Catalogue, args: argparse.Namespace) -> str:
         )
     if args.json:
         return render_json(commands)
-    return render_text(commands, args.tier, args.gpus)
+    return render_text(commands, TIERS[args.tier], args.gpus)

@@ -3,10 +3,11 @@
 `fresh` starts `python -m workers.cpu_sglang ARGV` (what the GPU tier does with
 `dynamo.sglang`): ~6-15 s of imports before the first line of Dynamo's code runs. `zygote`
 keeps one pre-imported template per test session (workers/zygote.py) and forks each worker
-from it with its own argv, environment, session, log and TMPDIR: the same launcher then runs
-the real `dynamo.sglang` entry point, in well under a second. The harness still manages the
-child like any other process: its pid, its process group, SIGTERM then SIGKILL; its exit code
-comes from the template, which is its parent.
+from it: the template is handed the worker's command whole (module, Dynamo argv, environment,
+as named fields of a JSON request) and the child gets its own session, log and TMPDIR, then
+runs the same launcher and the real `dynamo.sglang` entry point, in well under a second. The
+harness still manages the child like any other process: its pid, its process group, SIGTERM
+then SIGKILL; its exit code comes from the template, which is its parent.
 """
 
 from __future__ import annotations
@@ -25,12 +26,18 @@ from typing import Any
 
 from harness.deadline import Deadline
 from harness.processes import ManagedProcess, WaitTimeout
+from harness.runtime.launch import WorkerCommand
+from harness.runtime.tier import TierPolicy
 
 FRESH, ZYGOTE = "fresh", "zygote"
 SPAWN_MODES = (FRESH, ZYGOTE)
 ZYGOTE_MODULE = "workers.zygote"
 ZYGOTE_RUNS = "workers.cpu_sglang"  # the only launcher a template has pre-imported
 LOST = -255  # exit code reported for a child whose template died before it
+# The template's own imports, once a session (slow on a cold page cache): not part of any
+# worker's start, so a deployment's deadline begins only once the template can fork.
+TEMPLATE_IMPORT_DEADLINE_S = 180.0
+FORK_REPLY_DEADLINE_S = 30.0
 
 
 class ForkedChild:
@@ -155,18 +162,14 @@ class Zygote:
         """The template's own environment (every forked worker starts from it)."""
         return dict(self._env)
 
-    @staticmethod
-    def runs(argv: list[str]) -> bool:
-        """Whether this command line is one the template can run (the CPU launcher)."""
-        return argv[1:3] == ["-m", ZYGOTE_RUNS]
-
-    def spawn(
-        self, argv: list[str], env: dict[str, str], cwd: Path | None, log_path: Path
-    ) -> ForkedChild:
-        """Fork a worker running `argv` (python -m workers.cpu_sglang ...)."""
-        if not self.runs(argv):
-            raise ValueError(f"the template runs only `python -m {ZYGOTE_RUNS}`, not {argv[:3]}")
-        info = self.wait_ready(Deadline(180))
+    def spawn(self, command: WorkerCommand, cwd: Path | None, log_path: Path) -> ForkedChild:
+        """Fork a worker running `command` (its module must be the CPU launcher)."""
+        if command.module != ZYGOTE_RUNS:
+            raise ValueError(
+                f"the template runs only `python -m {ZYGOTE_RUNS}`, not `{command.module}`"
+            )
+        info = self.wait_ready(Deadline(TEMPLATE_IMPORT_DEADLINE_S))
+        env = command.environment()
         frozen = info.frozen_for(self._env, env)
         if frozen:
             raise TemplateUnfit(
@@ -181,7 +184,8 @@ class Zygote:
         request = {
             "op": "spawn",
             "id": request_id,
-            "argv": argv[3:],
+            "module": command.module,
+            "dynamo_argv": list(command.dynamo_argv),
             "env": env,
             "cwd": str(cwd or self._cwd),
             "log": str(log_path),
@@ -190,12 +194,12 @@ class Zygote:
             self._replies[request_id] = None
         with self._lock:
             self._conn.sendall((json.dumps(request) + "\n").encode())
-        deadline = Deadline(30)
+        deadline = Deadline(FORK_REPLY_DEADLINE_S)
         with self._reply_ready:
             while self._replies[request_id] is None:
                 self.proc.ensure_alive("a fork (the worker template)")
                 if deadline.expired:
-                    raise WaitTimeout(self.proc, "a fork (the worker template)", 30)
+                    raise WaitTimeout(self.proc, "a fork (the worker template)", deadline.seconds)
                 self._reply_ready.wait(deadline.slice(0.25))
             child = self._replies.pop(request_id)
         assert child is not None
@@ -265,15 +269,18 @@ def _await_gone(child: ForkedChild) -> None:
     child.exited(LOST)
 
 
-def spawn_mode(requested: str, tier: str, own_dynamo: bool = True) -> str:
-    """auto: the template on the CPU tier, fresh processes on the GPU tier (always) and for
-    another release's environment (the template is built from the harness's own)."""
+def spawn_mode(requested: str, tier: TierPolicy, own_dynamo: bool = True) -> str:
+    """auto: the template where the tier has one (CPU), fresh processes elsewhere (GPU,
+    always) and for another release's environment (the template is built from the harness's
+    own)."""
     if requested == "auto":
-        return ZYGOTE if tier == "cpu" and own_dynamo else FRESH
+        return ZYGOTE if tier.template and own_dynamo else FRESH
     if requested not in SPAWN_MODES:
         raise ValueError(f"--spawn must be auto, fresh or zygote, not {requested!r}")
-    if requested == ZYGOTE and tier != "cpu":
-        raise ValueError("--spawn zygote exists on the CPU tier only (the GPU tier is fresh)")
+    if requested == ZYGOTE and not tier.template:
+        raise ValueError(
+            f"--spawn zygote exists on the CPU tier only (the {tier.name} tier is fresh)"
+        )
     if requested == ZYGOTE and not own_dynamo:
         raise ValueError("--spawn zygote needs the harness's own Dynamo (not --dynamo-env)")
     return requested

@@ -13,7 +13,5 @@ if os.environ.get("HARNESS_STAND_INS") == "1":
 
     torchvision_shim.apply()
     cpu_sglang.install_release_stand_ins()
-    # The fault the parent worker runs with, if any (self-tests of a gateway's children).
-    faults.install(
-        os.environ.get(faults.FAULT_ENV), float(os.environ.get(faults.FAULT_DELAY_ENV) or 0)
-    )
+    # The fault the worker runs with, if any (self-tests; a gateway's children inherit it).
+    faults.install_from_environment()
