@@ -12,6 +12,7 @@ ASSET_KEYS = (
     "image",
     "video",
     "diffusion-llm",
+    "lora",  # a LoRA adapter of the text model (GPU tier; the CPU tier generates its own)
 )
 
 

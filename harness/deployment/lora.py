@@ -110,8 +110,7 @@ class LoraControl:
         return [w for w in self.deployment.workers if w.registers]
 
     def load(self, name: str) -> list[LoraAnswer]:
-        base = self._base_model()
-        adapter = write_adapter(base, self.deployment.workdir / "loras" / name)
+        adapter = self._adapter(name)
         answers = [load(w.ports.system, w.role, name, adapter) for w in self._workers()]
         self.answers += answers
         return answers
@@ -146,6 +145,18 @@ class LoraControl:
                 first.kind, first.role, f"{first.message}\nthe workers' LoRA answers:\n{answers}"
             )
             raise ContractFailure(deployment.topology.name, violations)
+
+    def _adapter(self, name: str) -> Path:
+        """GPU tier: the catalogue's adapter from the cache (fetched like the models); CPU
+        tier: one generated for the tiny base model's shapes."""
+        deployment = self.deployment
+        if deployment.session.settings.tier == "gpu":
+            ref = deployment.session.models(deployment.topology.name, "lora")
+            located = locate(ref)
+            if located is None:
+                raise FileNotFoundError(f"LoRA adapter {ref} is not available locally")
+            return located
+        return write_adapter(self._base_model(), deployment.workdir / "loras" / name)
 
     def _base_model(self) -> Path:
         deployment = self.deployment
