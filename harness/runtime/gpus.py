@@ -111,8 +111,7 @@ def does_not_fit(placement: Placement, memory_gib: tuple[float | None, ...]) -> 
         have = memory_gib[gpu] if gpu < len(memory_gib) else None
         if have is not None and needed > have:
             return (
-                f"needs ~{needed:.1f} GiB on its GPU {gpu}; the GPU it would get has "
-                f"{have:.1f} GiB"
+                f"needs ~{needed:.1f} GiB on its GPU {gpu}; the GPU it would get has {have:.1f} GiB"
             )
     return None
 
