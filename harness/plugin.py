@@ -157,9 +157,6 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
-    no_gpu = gpu_session.usage_problem(config)
-    if no_gpu:
-        raise pytest.UsageError(no_gpu)
     try:
         if config.getoption("dynamo_env"):
             chosen_env = dynamo_env.resolve(config.getoption("dynamo_env"))
@@ -175,6 +172,9 @@ def pytest_configure(config: pytest.Config) -> None:
             ports.use_range(config.getoption("port_range"))
     except ValueError as bad:
         raise pytest.UsageError(str(bad)) from None
+    no_gpu = gpu_session.usage_problem(config)
+    if no_gpu:
+        raise pytest.UsageError(no_gpu)
     config.stash[GPU_SHARE_KEY] = gpus.share(gpus.visible_gpus(), *gpus.xdist_position())
     if chosen_tier(config) == tier.GPU:
         config.stash[GPU_MEMORY_KEY] = gpu_session.share_memory(config.stash[GPU_SHARE_KEY])
