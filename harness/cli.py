@@ -18,6 +18,7 @@ from pathlib import Path
 from harness import catalogue as catalogue_module
 from harness.catalogue import Catalogue
 from harness.history.run import CONFORMANCE_TESTS, outcome
+from harness.runtime.gpus import memory_needed_gib
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_DIR = ROOT / "reports"
@@ -70,7 +71,7 @@ def gpu_table(catalogue: Catalogue | None = None) -> str:
         "layout",
         "marker",
         "workers → GPU",
-        "VRAM est.",
+        "VRAM per GPU",
         "start order",
         "start timeout",
         "models",
@@ -82,12 +83,8 @@ def gpu_table(catalogue: Catalogue | None = None) -> str:
         models = ", ".join(f"{k}: {catalogue.gpu_models.get(k, '?')}" for k in keys)
         for layout in topology.gpu.placements:
             placed = ", ".join(f"{w.role}→{w.gpu}" for w in layout.workers)
-            known = [w.vram_gib for w in layout.workers if w.vram_gib]
-            vram = (
-                f"~{sum(known):.1f} GiB"
-                if len(known) == len(layout.workers)
-                else "per GPU: all free"
-            )
+            needed = memory_needed_gib(layout)
+            vram = " / ".join(f"~{gib:.1f}" for _, gib in sorted(needed.items())) + " GiB"
             cells = (
                 topology.name,
                 layout.name,
