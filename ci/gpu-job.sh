@@ -31,6 +31,8 @@ REHEARSAL="${REHEARSAL:-0}"
 log() { printf '[gpu-job %(%H:%M:%S)T] %s\n' -1 "$*"; }
 die() { log "FAILED: $*"; exit 1; }
 
+# As given (docker mode passes only these on: the container counts the GPUs it was given).
+GPUS_GIVEN="${GPUS:-}" MARKS_GIVEN="${MARKS:-}"
 gpu_count() {
   if [ -n "${GPUS:-}" ]; then echo "$GPUS"; return; fi
   local n
@@ -130,7 +132,7 @@ docker_job() {
     "${network[@]}" --shm-size 16g \
     -v "$ROOT:/checkout:ro" -v "$reports:/reports" -v "$cache:/hf" \
     -e REPORTS=/reports -e HF_HOME=/hf -e HF_TOKEN -e HARNESS_IMAGE="$IMAGE" \
-    -e GPUS -e MARKS -e ETCD_ENDPOINTS -e NATS_SERVER \
+    -e GPUS="$GPUS_GIVEN" -e MARKS="$MARKS_GIVEN" -e ETCD_ENDPOINTS -e NATS_SERVER \
     "$IMAGE" bash /checkout/ci/gpu-job.sh all
 }
 

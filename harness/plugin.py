@@ -177,9 +177,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(no_gpu)
     config.stash[GPU_SHARE_KEY] = gpus.share(gpus.visible_gpus(), *gpus.xdist_position())
     if chosen_tier(config) == tier.GPU:
-        config.stash[GPU_MEMORY_KEY] = gpu_session.share_memory(config.stash[GPU_SHARE_KEY])
-        if not hasattr(config, "workerinput"):
-            config.pluginmanager.register(gpu_session.GpuSessionGuard(), "harness-gpu-session")
+        config.stash[GPU_MEMORY_KEY] = gpu_session.start(config, config.stash[GPU_SHARE_KEY])
     config.pluginmanager.register(_RunReport(), "discovery-harness-report")
     config.stash[PROGRESS_KEY] = _progress_sink(config)
     install_cleanup_handlers()

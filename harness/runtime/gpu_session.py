@@ -54,6 +54,14 @@ def usage_problem(config: pytest.Config) -> str | None:
     return None
 
 
+def start(config: pytest.Config, share: tuple[str, ...]) -> tuple:
+    """A GPU-tier session: its GPUs' memory (for the layouts' fit), and, on the process that
+    reports (not an xdist worker), the guard that fails a session where nothing ran."""
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(GpuSessionGuard(), "harness-gpu-session")
+    return share_memory(share)
+
+
 def share_memory(share: tuple[str, ...], env: Mapping[str, str] | None = None) -> tuple:
     """The total memory (GiB) of each GPU of this run's share, None where unknown."""
     env = os.environ if env is None else env
