@@ -29,6 +29,8 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="podman here runs as root"),
     pytest.mark.skipif(shutil.which("podman") is None, reason="ci/rehearsal/setup.sh not run"),
     pytest.mark.timeout(900),
+    # One xdist worker for both: they share the cached image and stack folder.
+    pytest.mark.xdist_group("gpu-job-rehearsal"),
 ]
 
 
