@@ -222,3 +222,25 @@ def test_a_failed_download_names_the_model_and_the_others_still_come(hf_home, tm
         line.startswith("org/broken: download failed (kept what was fetched): OSError")
         for line in said
     ), said
+
+
+def test_sizes_come_from_the_hub_when_it_answers_else_the_catalogue(monkeypatch):
+    from types import SimpleNamespace
+
+    import huggingface_hub
+
+    files = [SimpleNamespace(size=2**30), SimpleNamespace(size=2**29), SimpleNamespace(size=None)]
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(
+        huggingface_hub.HfApi, "model_info", lambda *a, **k: SimpleNamespace(siblings=files)
+    )
+    assert model_fetch.model_size("org/m", {}).describe() == "1.5 GiB (the Hub)"
+
+    def unreachable(*args, **kwargs):
+        raise OSError("no route to host")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", unreachable)
+    assert model_fetch.model_size("org/m", {"org/m": 3.0}).describe() == (
+        "3.0 GiB (catalogue estimate)"
+    )
+    assert model_fetch.model_size("org/other", {}).describe() == "size unknown"
