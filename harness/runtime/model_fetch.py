@@ -17,12 +17,10 @@ import os
 import sys
 from dataclasses import dataclass
 
-from harness.catalogue import Catalogue
+from harness.catalogue import DEFAULT_CATALOGUE, Catalogue
 from harness.runtime import gpu_session, gpus
 from harness.runtime.models import ModelNeed, apply_overrides, fetched_whole, hf_hub_cache
 from harness.topology import Scenario
-
-SCENARIOS_DIR = "scenarios"
 
 
 class _Collector:
@@ -36,14 +34,28 @@ class _Collector:
                 self.scenarios.append(scenario)
 
 
-def selected_scenarios(expression: str, root: str = SCENARIOS_DIR) -> list[Scenario]:
+def scenarios_dir() -> str:
+    """Where the catalogue's scenario tests live: beside the catalogue module."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(os.environ.get("HARNESS_CATALOGUE", DEFAULT_CATALOGUE))
+    if spec is None or spec.origin is None:
+        raise ValueError("the topology catalogue module is not importable")
+    return os.path.dirname(spec.origin)
+
+
+def selected_scenarios(expression: str, root: str | None = None) -> list[Scenario]:
     """The GPU-tier scenarios `pytest ROOT -m EXPRESSION --tier gpu` collects."""
     import pytest
 
+    root = root or scenarios_dir()
+
     collector = _Collector()
     args = ["--collect-only", "-q", "-p", "no:cacheprovider", "--tier", "gpu", "-m", expression]
-    with contextlib.redirect_stdout(io.StringIO()) as out:
-        code = pytest.main([*args, root], plugins=[collector])
+    # From the project's root, where its pytest configuration and conftest are found.
+    project, tests = os.path.split(os.path.abspath(root))
+    with contextlib.chdir(project), contextlib.redirect_stdout(io.StringIO()) as out:
+        code = pytest.main([*args, tests], plugins=[collector])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise ValueError(f"collecting -m {expression!r} failed ({code}):\n{out.getvalue()}")
     return list(dict.fromkeys(collector.scenarios))
