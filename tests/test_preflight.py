@@ -89,3 +89,18 @@ def test_preflight_runs_on_the_standard_library_alone():
         [sys.executable, "-S", "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert result.stdout.strip() == "['__main__']", result.stdout + result.stderr
+
+
+def test_the_image_stack_is_the_dynamo_stack_and_a_venv_may_not_shadow_it(tmp_path, capsys):
+    from harness.runtime import image_stack
+
+    stack = image_stack.closure()
+    assert {"ai-dynamo", "sglang", "torch", "filelock"} <= set(stack)
+    assert not {"pytest-xdist", "cslab-etcd3", "nats-py", "testcontainers"} & set(stack)
+    site = tmp_path / "site"
+    (site / "filelock-0.0.1.dist-info").mkdir(parents=True)
+    (site / "filelock-0.0.1.dist-info" / "METADATA").write_text("Name: filelock\nVersion: 0.0.1\n")
+    assert image_stack.main(["touched", str(site)]) == 1
+    assert f"filelock (the image has {stack['filelock']})" in capsys.readouterr().out
+    (site / "filelock-0.0.1.dist-info" / "METADATA").write_text("Name: nats-py\nVersion: 2\n")
+    assert image_stack.main(["touched", str(site)]) == 0
