@@ -5,6 +5,7 @@
 #
 #   source ci/podman-docker-api.sh start   # exports DOCKER_HOST, CONTAINERS_CONF, ...
 #   ci/podman-docker-api.sh stop           # stops the API service by the pid it recorded
+#   source ci/podman-docker-api.sh conf    # podman installed and configured, nothing started
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STATE="${PODMAN_STATE_DIR:-$ROOT/build/podman}"
@@ -71,6 +72,7 @@ stop() {
 
 case "${1:-start}" in
   start) start ;;
+  conf) _install; _conf ;;  # podman and its configuration only (exports CONTAINERS_CONF)
   stop) stop ;;
   *) echo "usage: $0 start|stop" >&2; exit 2 ;;
 esac

@@ -12,6 +12,7 @@ ASSET_KEYS = (
     "image",
     "video",
     "diffusion-llm",
+    "lora",  # a LoRA adapter of the text model, loaded at runtime
 )
 
 
@@ -22,16 +23,19 @@ def cpu_assets(root: Path) -> dict[str, Path]:
         write_cross_encoder_model,
         write_diffusion_llm_model,
         write_diffusion_model,
+        write_lora_adapter,
         write_text_model,
         write_vision_language_model,
     )
 
+    text = write_text_model(root / "text")
     return {
-        "text": write_text_model(root / "text"),
+        "text": text,
         "embedding": write_text_model(root / "embedding"),
         "rerank": write_cross_encoder_model(root / "rerank"),
         "vision-language": write_vision_language_model(root / "vision-language"),
         "image": write_diffusion_model(root / "image", "ZImagePipeline"),
         "video": write_diffusion_model(root / "video", "WanPipeline"),
         "diffusion-llm": write_diffusion_llm_model(root / "diffusion-llm"),
+        "lora": write_lora_adapter(root / "lora", text),
     }

@@ -22,6 +22,8 @@ class Catalogue:
     gpu_models: dict[str, str] = field(default_factory=dict)  # asset key -> HF name or path
     # dynamo.sglang start paths no topology takes, with the reason (see harness.coverage)
     start_path_exemptions: dict[str, str] = field(default_factory=dict)
+    # model reference -> its download size (GiB) where the Hub cannot be asked: an estimate
+    model_sizes_gib: dict[str, float] = field(default_factory=dict)
 
     def topology(self, name: str) -> Topology:
         for topology in self.topologies:
@@ -40,4 +42,5 @@ def load(name: str | None = None) -> Catalogue:
         tuple(module.CATALOGUE),
         dict(getattr(module, "GPU_MODELS", {})),
         dict(getattr(module, "START_PATH_EXEMPTIONS", {})),
+        dict(getattr(module, "GPU_MODEL_SIZES_GIB", {})),
     )

@@ -2,8 +2,9 @@
 
 python -m harness conformance [--infra auto|external|docker|process] [pytest args...]
 python -m harness topologies [--gpu]
-python -m harness plan [--tier gpu|cpu] [--gpus N] [--json] [--topology NAME ...] [--model KEY=REF]
-python -m harness models list|fetch [TOPOLOGY ...] [--model KEY=REF]
+python -m harness plan [--tier gpu|cpu] [--gpus N] [--gpu-memory GIB] [--json] [--topology NAME ...]
+python -m harness models list|fetch [TOPOLOGY ... | -m EXPR] [--dry-run] [--model KEY=REF]
+python -m harness preflight [--allow-no-gpu] [--writable LABEL=PATH ...]
 python -m harness history [--releases 0.7.1,0.8.1,1.6.1] [--topology NAME ...] [--out DIR]
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from harness import catalogue as catalogue_module
 from harness.catalogue import Catalogue
 from harness.history.run import CONFORMANCE_TESTS, outcome
+from harness.runtime.gpus import memory_needed_gib
 from harness.runtime.tier import GPU, TIERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +72,7 @@ def gpu_table(catalogue: Catalogue | None = None) -> str:
         "layout",
         "marker",
         "workers → GPU",
-        "VRAM est.",
+        "VRAM per GPU",
         "start order",
         "start timeout",
         "models",
@@ -82,12 +84,8 @@ def gpu_table(catalogue: Catalogue | None = None) -> str:
         models = ", ".join(f"{k}: {catalogue.gpu_models.get(k, '?')}" for k in keys)
         for layout in topology.gpu.placements:
             placed = ", ".join(f"{w.role}→{w.gpu}" for w in layout.workers)
-            known = [w.vram_gib for w in layout.workers if w.vram_gib]
-            vram = (
-                f"~{sum(known):.1f} GiB"
-                if len(known) == len(layout.workers)
-                else "per GPU: all free"
-            )
+            needed = memory_needed_gib(layout)
+            vram = " / ".join(f"~{gib:.1f}" for _, gib in sorted(needed.items())) + " GiB"
             cells = (
                 topology.name,
                 layout.name,
@@ -145,7 +143,17 @@ def _parser() -> argparse.ArgumentParser:
     plan = commands.add_parser("plan", help="print every worker's command; start nothing")
     plan.add_argument("--tier", choices=list(TIERS), default=GPU.name)
     plan.add_argument("--gpus", type=int, default=1, help="GPUs visible to the run (GPU tier)")
-    plan.add_argument("--json", action="store_true", help="one object per worker")
+    plan.add_argument(
+        "--gpu-memory",
+        type=float,
+        default=None,
+        metavar="GIB",
+        help="each GPU's total memory: layouts that do not fit are left out with the reason "
+        "(default: what nvidia-smi reports here, else no memory check)",
+    )
+    plan.add_argument(
+        "--json", action="store_true", help="the workers, and the layouts left out with why"
+    )
     plan.add_argument("--topology", action="append", default=[], metavar="NAME")
     plan.add_argument("--model", action="append", default=[], metavar="KEY=REF")
     history = commands.add_parser(
@@ -167,35 +175,35 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument("action", choices=["list", "fetch"])
     models.add_argument("topology", nargs="*", help="default: every topology")
     models.add_argument("--model", action="append", default=[], metavar="KEY=REF")
+    models.add_argument(
+        "-m",
+        dest="marks",
+        default=None,
+        metavar="EXPR",
+        help="exactly the models of the GPU-tier scenarios this marker expression selects "
+        "(pytest's own -m) that fit this machine's GPUs",
+    )
+    models.add_argument("--gpus", type=int, default=None, help="with -m: GPUs (default: visible)")
+    models.add_argument("--gpu-memory", type=float, default=None, metavar="GIB")
+    models.add_argument(
+        "--dry-run", action="store_true", help="list what would be fetched, with sizes"
+    )
+    commands.add_parser(
+        "preflight",
+        help="the GPU job's checks (image, driver, GPUs, versions, etcd/NATS)",
+        add_help=False,
+    )
     return parser
-
-
-def models_command(args: argparse.Namespace) -> int:
-    """`models list`: each GPU-tier model, who needs it and where it is; `models fetch`:
-    download the missing ones (HF_TOKEN honoured), then check that every one is there."""
-    from harness.model_source import gpu_needs
-    from harness.runtime.models import MissingModels, fetch, hf_hub_cache, locate, require
-
-    needs = gpu_needs(catalogue_module.load(), args.topology or None, args.model)
-    if args.action == "fetch":
-        fetch(needs)
-    else:
-        print(f"Hugging Face cache: {hf_hub_cache()}")
-        for need in needs:
-            where = locate(need.ref)
-            print(f"{need.describe()} -> {where or 'NOT available'}")
-    try:
-        require(needs)
-    except MissingModels as missing:
-        print(missing, file=sys.stderr)
-        return 1
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["conformance"]:  # everything after it belongs to pytest
         return conformance(argv[1:])
+    if argv[:1] == ["preflight"]:  # its own options (standard library only)
+        from harness.runtime.preflight import main as preflight
+
+        return preflight(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -206,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
 
             print(plan_command(catalogue_module.load(), args))
         elif args.command == "models":
-            return models_command(args)
+            from harness.runtime.model_fetch import models_command
+
+            return models_command(catalogue_module.load(), args)
         elif args.command == "history":
             from harness.history.command import history_command
 

@@ -84,5 +84,5 @@ def gpu_needs(
     return [
         ModelNeed(topology.name, key, refs[key])
         for topology in catalogue.select(topologies)
-        for key in dict.fromkeys(w.model for w in topology.workers)
+        for key in topology.asset_keys
     ]

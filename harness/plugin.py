@@ -30,7 +30,7 @@ from harness.model_source import ModelSource, describe_models, model_source
 from harness.observer import DiscoveryObserver
 from harness.processes import install_cleanup_handlers
 from harness.requests import Reply
-from harness.runtime import dynamo_env, gpus, spawn, tier
+from harness.runtime import dynamo_env, gpu_session, gpus, spawn, tier
 from harness.runtime.launch import template_env
 from harness.runtime.models import apply_overrides
 from harness.topology import Scenario, Topology, UnsupportedRelease
@@ -150,6 +150,7 @@ TIER_KEY = pytest.StashKey[tier.TierChoice]()
 SPAWN_KEY = pytest.StashKey[str]()
 FAULTS_KEY = pytest.StashKey[dict[str, str]]()
 GPU_SHARE_KEY = pytest.StashKey[tuple[str, ...]]()
+GPU_MEMORY_KEY = pytest.StashKey[tuple]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -171,7 +172,12 @@ def pytest_configure(config: pytest.Config) -> None:
             ports.use_range(config.getoption("port_range"))
     except ValueError as bad:
         raise pytest.UsageError(str(bad)) from None
+    no_gpu = gpu_session.usage_problem(config)
+    if no_gpu:
+        raise pytest.UsageError(no_gpu)
     config.stash[GPU_SHARE_KEY] = gpus.share(gpus.visible_gpus(), *gpus.xdist_position())
+    if chosen_tier(config).gpus:
+        config.stash[GPU_MEMORY_KEY] = gpu_session.start(config, config.stash[GPU_SHARE_KEY])
     config.pluginmanager.register(_RunReport(), "discovery-harness-report")
     config.stash[PROGRESS_KEY] = _progress_sink(config)
     install_cleanup_handlers()
@@ -310,16 +316,11 @@ def _skip_what_cannot_run(item: pytest.Item, config: pytest.Config) -> None:
         )
         return
     scenario = item.callspec.params.get("scenario") if hasattr(item, "callspec") else None
-    share = config.stash[GPU_SHARE_KEY]
-    if isinstance(scenario, Scenario) and scenario.placement.gpus > len(share):
-        item.add_marker(
-            pytest.mark.skip(
-                reason=f"the {scenario.placement.name} layout of {scenario.topology.name} needs "
-                f"{scenario.placement.gpus} GPU(s); this run has {len(share)} "
-                f"({','.join(share) or 'none'}; CUDA_VISIBLE_DEVICES and xdist workers share "
-                "the visible GPUs)"
-            )
-        )
+    if isinstance(scenario, Scenario):
+        share = config.stash[GPU_SHARE_KEY]
+        reason = gpu_session.why_skipped(scenario, share, config.stash[GPU_MEMORY_KEY])
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 def topology_param(topology: Topology, *extra_marks: pytest.MarkDecorator) -> object:

@@ -143,13 +143,21 @@ def _media(kind: str, path: str, client: RecordingClient, payload: dict[str, Any
     return _judge(kind, path, reply, good, f"no {kind} in data[]")
 
 
+# Sizes the real pipelines accept, as Dynamo's own diffusion tests send them
+# (tests/serve/test_sglang.py): Z-Image 512x512 in 4 steps; Wan 256x256, 9 frames, 3 steps.
+# Wan takes 4k+1 frames and sglang's text-to-video config does not round a count that is not.
+IMAGE_SIZE, IMAGE_STEPS = "512x512", 4
+VIDEO_SIZE, VIDEO_FRAMES, VIDEO_STEPS = "256x256", 9, 3
+
+
 def _image(client: RecordingClient, model: str) -> Reply:
     payload = {
         "model": model,
         "prompt": "a red square",
-        "size": "32x32",
+        "size": IMAGE_SIZE,
         "response_format": "b64_json",
         "n": 1,
+        "nvext": {"num_inference_steps": IMAGE_STEPS},
     }
     return _media("image", "/v1/images/generations", client, payload)
 
@@ -158,10 +166,10 @@ def _video(client: RecordingClient, model: str) -> Reply:
     payload = {
         "model": model,
         "prompt": "a red square",
-        "size": "32x32",
+        "size": VIDEO_SIZE,
         "seconds": 1,
         "response_format": "b64_json",
-        "nvext": {"num_frames": 2, "fps": 2, "num_inference_steps": 1},
+        "nvext": {"num_frames": VIDEO_FRAMES, "fps": 8, "num_inference_steps": VIDEO_STEPS},
     }
     return _media("video", "/v1/videos", client, payload)
 

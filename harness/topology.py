@@ -157,6 +157,14 @@ class Topology:
     eras: tuple[Era, ...] = ()
     # Set on a topology made for an era by `for_release` (how the harness launches it).
     era: Era | None = None
+    # Asset keys the scenario uses besides its workers' models (a LoRA adapter it loads at
+    # runtime): fetched and required like the models on the GPU tier.
+    assets: tuple[str, ...] = ()
+
+    @property
+    def asset_keys(self) -> tuple[str, ...]:
+        """Every asset key the GPU tier must have in its cache for this topology."""
+        return tuple(dict.fromkeys((*(w.model for w in self.workers), *self.assets)))
 
     def for_release(self, version: str) -> Topology:
         """This topology as the given Dynamo release deploys it; UnsupportedRelease (with the

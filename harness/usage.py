@@ -47,7 +47,7 @@ def missing_gpu_models(
     needs = [
         ModelNeed(topology.name, key, refs[key])
         for topology in topologies
-        for key in dict.fromkeys(w.model for w in topology.workers)
+        for key in topology.asset_keys
     ]
     try:
         require(needs)

@@ -44,6 +44,23 @@ GPU_MODELS: dict[str, str] = {
     "video": "Wan-AI/Wan2.1-T2V-1.3B-Diffusers",
     # Dynamo's diffusion-LLM launch script's model.
     "diffusion-llm": "inclusionAI/LLaDA2.0-mini",
+    # The LoRA adapter of Qwen3-0.6B that Dynamo's own LoRA test loads (tests/serve/
+    # lora_utils.py DEFAULT_LORA_REPO; launch/lora/agg_lora.sh): loaded at runtime by
+    # scenarios/test_runtime_registration.py on the GPU tier.
+    "lora": "codelion/Qwen3-0.6B-accuracy-recovery-lora",
+}
+# What each default model's snapshot downloads (GiB; a whole repo, every file), shown by
+# `models fetch --dry-run` when the Hub's metadata cannot be read: estimates from each repo's
+# parameter count and file list, labelled as such.
+GPU_MODEL_SIZES_GIB: dict[str, float] = {
+    "Qwen/Qwen3-0.6B": 1.4,
+    "Qwen/Qwen3-Embedding-0.6B": 1.1,
+    "BAAI/bge-reranker-v2-m3": 4.3,
+    "Qwen/Qwen3-VL-2B-Instruct": 4.0,
+    "Tongyi-MAI/Z-Image-Turbo": 31.0,
+    "Wan-AI/Wan2.1-T2V-1.3B-Diffusers": 27.0,
+    "inclusionAI/LLaDA2.0-mini": 30.5,
+    "codelion/Qwen3-0.6B-accuracy-recovery-lora": 0.1,
 }
 
 # KV transfer between prefill and decode: 1.6.1 parses to mooncake by default, which neither
@@ -60,9 +77,11 @@ MULTIMODAL_FLAGS = (
 )
 # Dynamo's E/PD launch script always runs dedicated-encoder workers without radix cache.
 _DEDICATED = (*MULTIMODAL_FLAGS, "--dedicated-mm-encoder", "--disable-radix-cache", *_NIXL)
-# Co-located NIXL workers: UCX's shared-memory and gdr_copy transports clash on one GPU.
-_UCX_COLOCATED = (("UCX_TLS", "^mm,gdr_copy"),)
-# Batch caps of Dynamo's single-GPU variants.
+# No UCX settings: no upstream launch script sets UCX_TLS for co-located workers (Dynamo's
+# disagg_same_gpu.sh and multimodal_disagg.sh --single-gpu run P and D on one GPU without it).
+# Every page size as Dynamo's sglang launch scripts pass it.
+_PAGE = ("--page-size", "16")
+# Batch caps of Dynamo's single-GPU variants (examples/backends/sglang/launch/disagg_same_gpu.sh).
 _SMALL_BATCH = (
     "--max-running-requests",
     "2",
@@ -121,6 +140,19 @@ _MM_ENCODER = _worker(
     path="init_multimodal_encode_worker",
 )
 _MM_REQUESTS = ("chat-image", "chat-image-stream")
+# Each full-model worker of Dynamo's single-GPU multimodal P/D (multimodal_disagg.sh
+# --single-gpu): a high static fraction whose pool the absolute KV cap bounds.
+_MM_SINGLE_GPU = (
+    "--mem-fraction-static",
+    "0.9",
+    "--delete-ckpt-after-loading",
+    "--max-running-requests",
+    "2",
+    "--context-length",
+    "2048",
+    "--max-total-tokens",
+    "1024",
+)
 _TEXT_REQUESTS = ("chat", "chat-stream", "completion")
 
 AGGREGATED = Topology(
@@ -161,7 +193,9 @@ DISAGGREGATED = Topology(
     requests=_TEXT_REQUESTS,
     gpu=GpuProfile(
         (
-            # Dynamo's same-GPU P/D variant: half the memory each, weights dropped after load.
+            # Dynamo's same-GPU P/D (disagg_same_gpu.sh): 0.45 of the free memory each, page
+            # size 16, weights dropped after load; the KV cap its test requests (37472 tokens,
+            # tests/serve/test_sglang.py "disaggregated_same_gpu", profiled 13 GiB in all).
             Placement(
                 1,
                 tuple(
@@ -169,14 +203,16 @@ DISAGGREGATED = Topology(
                         role,
                         0,
                         (
+                            *_PAGE,
                             "--mem-fraction-static",
                             "0.45",
                             *_SMALL_BATCH,
                             "--enable-memory-saver",
                             "--delete-ckpt-after-loading",
+                            "--max-total-tokens",
+                            "37472",
                         ),
                         vram_gib=6.5,
-                        env=_UCX_COLOCATED,
                     )
                     for role in ("prefill", "decode")
                 ),
@@ -185,7 +221,10 @@ DISAGGREGATED = Topology(
             ),
             Placement(
                 2,
-                (WorkerPlacement("prefill", 0), WorkerPlacement("decode", 1)),
+                (
+                    WorkerPlacement("prefill", 0, _PAGE, vram_gib=3.7),
+                    WorkerPlacement("decode", 1, _PAGE, vram_gib=3.7),
+                ),
                 start_timeout_s=470,
             ),
         )
@@ -265,7 +304,13 @@ MM_ENCODE_PD = Topology(
                 ),
                 start_order=("mm-worker", "mm-encoder"),
             ),
-            Placement(2, (WorkerPlacement("mm-encoder", 0), WorkerPlacement("mm-worker", 1))),
+            Placement(
+                2,
+                (
+                    WorkerPlacement("mm-encoder", 0, vram_gib=4.0),
+                    WorkerPlacement("mm-worker", 1, vram_gib=7.0),
+                ),
+            ),
         )
     ),
 )
@@ -300,26 +345,14 @@ MM_ENCODE_P_D = Topology(
     marks=("multimodal",),
     gpu=GpuProfile(
         (
-            # Dynamo's single-GPU E/P/D: P, then D, then E, each serving before the next.
+            # Dynamo's single-GPU E/P/D (multimodal_disagg.sh --single-gpu; its test profiled
+            # 16.1 GiB): P, then D, then E, each serving before the next.
             Placement(
                 1,
                 (
                     WorkerPlacement("mm-encoder", 0, ("--max-running-requests", "2"), 4.0),
                     *(
-                        WorkerPlacement(
-                            role,
-                            0,
-                            (
-                                "--max-running-requests",
-                                "2",
-                                "--context-length",
-                                "2048",
-                                "--max-total-tokens",
-                                "1024",
-                            ),
-                            vram_gib=6.0,
-                            env=_UCX_COLOCATED,
-                        )
+                        WorkerPlacement(role, 0, (*_PAGE, *_MM_SINGLE_GPU), vram_gib=6.0)
                         for role in ("mm-prefill", "mm-decode")
                     ),
                 ),
@@ -330,8 +363,10 @@ MM_ENCODE_P_D = Topology(
                 2,
                 (
                     WorkerPlacement("mm-encoder", 0, ("--max-running-requests", "2"), 4.0),
-                    WorkerPlacement("mm-prefill", 0, ("--max-total-tokens", "4096"), vram_gib=8.0),
-                    WorkerPlacement("mm-decode", 1),
+                    WorkerPlacement(
+                        "mm-prefill", 0, (*_PAGE, "--max-total-tokens", "4096"), vram_gib=8.0
+                    ),
+                    WorkerPlacement("mm-decode", 1, _PAGE, vram_gib=6.0),
                 ),
                 start_order=("mm-prefill", "mm-decode", "mm-encoder"),
             ),
@@ -442,16 +477,14 @@ MM_NATIVE_P_D = Topology(
     marks=("multimodal",),
     gpu=GpuProfile(
         (
+            # The caps of Dynamo's single-GPU multimodal P/D (multimodal_disagg.sh
+            # --single-gpu): absolute KV and context caps. Fractions alone do not share a GPU
+            # in sglang 0.5.21 (each applies to the memory free when its worker starts: 0.4
+            # and 0.4 left the decode worker ~0.3 GiB of KV cache).
             Placement(
                 1,
                 tuple(
-                    WorkerPlacement(
-                        role,
-                        0,
-                        ("--mem-fraction-static", "0.4", *_SMALL_BATCH),
-                        vram_gib=9.0,
-                        env=_UCX_COLOCATED,
-                    )
+                    WorkerPlacement(role, 0, (*_PAGE, *_MM_SINGLE_GPU), vram_gib=8.0)
                     for role in ("mm-prefill", "mm-decode")
                 ),
                 start_order=("mm-prefill", "mm-decode"),
@@ -459,7 +492,10 @@ MM_NATIVE_P_D = Topology(
             ),
             Placement(
                 2,
-                (WorkerPlacement("mm-prefill", 0), WorkerPlacement("mm-decode", 1)),
+                (
+                    WorkerPlacement("mm-prefill", 0, _PAGE, vram_gib=8.0),
+                    WorkerPlacement("mm-decode", 1, _PAGE, vram_gib=8.0),
+                ),
                 start_timeout_s=470,
             ),
         )
@@ -496,9 +532,14 @@ MULTINODE = Topology(
     requests=_TEXT_REQUESTS,
     gpu=GpuProfile(
         (
+            # One GPU per node on one host: sglang's custom all-reduce check fails there and
+            # falls back to NCCL (parallel_state.py); say so up front instead.
             Placement(
                 2,
-                (WorkerPlacement("leader", 0), WorkerPlacement("follower", 1)),
+                tuple(
+                    WorkerPlacement(role, gpu, ("--disable-custom-all-reduce",), vram_gib=3.7)
+                    for gpu, role in enumerate(("leader", "follower"))
+                ),
                 start_timeout_s=470,
             ),
         ),
@@ -556,9 +597,22 @@ LLM_DIFFUSION = Topology(
         ),
     ),
     requests=("chat", "completion"),
-    # LLaDA2.0-mini is a 16B mixture of experts: ~34 GiB, more than a 24 GiB runner holds.
+    # LLaDA2.0-mini is a 16B mixture of experts. Dynamo's test (tests/serve/test_sglang.py
+    # "diffusion_llada") passes --mem-fraction-static 0.7 ("0.4 OOMs the sglang scheduler")
+    # and marks it h100, profiled at 56 GiB: no 24 GiB runner holds it.
     gpu=GpuProfile(
-        (Placement(1, (WorkerPlacement("diffusion-llm", 0, vram_gib=34.0),), (), 600),),
+        (
+            Placement(
+                1,
+                (
+                    WorkerPlacement(
+                        "diffusion-llm", 0, ("--mem-fraction-static", "0.7"), vram_gib=56.0
+                    ),
+                ),
+                (),
+                600,
+            ),
+        ),
         nightly=True,
     ),
 )
@@ -568,8 +622,9 @@ LLM_DIFFUSION = Topology(
 # #8945), each unload removes it. See scenarios/test_runtime_registration.py.
 _LORA_FLAGS = (
     "--enable-lora",
+    # Dynamo's agg_lora.sh: rank up to 64 (the adapter its test loads, GPU_MODELS["lora"]).
     "--max-lora-rank",
-    "8",
+    "64",
     "--lora-target-modules",
     "all",
     "--max-loras-per-batch",
@@ -584,6 +639,7 @@ LORA_P_D = Topology(
     ),
     requests=("chat",),
     gpu=DISAGGREGATED.gpu,
+    assets=("lora",),
 )
 
 CATALOGUE: tuple[Topology, ...] = (

@@ -9,16 +9,21 @@ import pytest
 
 from harness.deployment.fingerprint import differences, discovery_fingerprint
 from harness.deployment.lora import LoraControl
-from harness.plugin import topology_param
+from harness.plugin import parametrize_scenarios
 from scenarios.catalogue import LORA_P_D
 
-pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge, pytest.mark.gpu_0]
+pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge]
 LORA = "harness-lora"
 
 
-@pytest.mark.parametrize("topology", [topology_param(LORA_P_D)])
-def test_lora_cards_come_with_load_and_go_with_unload(topology, deploy):
-    deployment = deploy(topology)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """CPU tier: the packed layout with a generated adapter; GPU tier: each GPU layout with
+    the catalogue's adapter (GPU_MODELS["lora"], fetched like the models)."""
+    parametrize_scenarios(metafunc, (LORA_P_D,))
+
+
+def test_lora_cards_come_with_load_and_go_with_unload(scenario, deploy):
+    deployment = deploy(scenario)
     lora = LoraControl(deployment)
     before = discovery_fingerprint(
         deployment.discovery_now(), deployment.namespace, deployment.model_name

@@ -1,7 +1,10 @@
-"""GPU-tier models: overrides, where a model is, the one clear error, and fetching under a lock."""
+"""GPU-tier models: overrides, where a model is, the one clear error, fetching under a lock, and
+`models fetch -m EXPR`: exactly the models of the scenarios the expression selects on this tier
+and GPU count, with sizes; partial snapshots completed; a failure names the model."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import subprocess
@@ -13,11 +16,13 @@ import pytest
 
 from harness.catalogue import load
 from harness.model_source import gpu_needs
-from harness.runtime import models
+from harness.runtime import model_fetch, models
 from harness.runtime.models import BadModelOverride, MissingModels, ModelNeed
+from scenarios.catalogue import CATALOGUE, GPU_MODELS, by_name
 from tests.hf_cache import cache_model
 
 ROOT = Path(__file__).resolve().parent.parent
+HARNESS = [sys.executable, "-m", "harness"]
 
 
 @pytest.fixture
@@ -134,3 +139,108 @@ def test_models_cli_fetch_offline_fails_naming_what_is_missing(hf_home):
     assert result.returncode == 1, result.stdout + result.stderr
     assert "BAAI/bge-reranker-v2-m3: download failed" in result.stdout
     assert "topology 'rerank', key 'rerank'" in result.stderr
+
+
+def test_the_expression_selects_what_pytest_would_run():
+    selected = model_fetch.selected_scenarios("e2e and gpu_1 and not nightly")
+    names = {s.topology.name for s in selected}
+    one_gpu = {t.name for t in CATALOGUE if any(p.gpus == 1 for p in t.gpu.placements)}
+    expected = {name for name in one_gpu if not by_name(name).gpu.nightly}
+    assert names == expected
+    assert all(s.placement.gpus == 1 for s in selected)
+    nightly = model_fetch.selected_scenarios("gpu_1 and nightly")
+    assert {s.topology.name for s in nightly} == {t.name for t in CATALOGUE if t.gpu.nightly}
+
+
+def test_layouts_the_gpus_cannot_take_bring_no_models():
+    nightly = model_fetch.selected_scenarios("gpu_1 and nightly")
+    kept, skipped = model_fetch.runnable(nightly, 1, 24.0)
+    assert "llm-diffusion" not in {s.topology.name for s in kept}
+    assert any("llm-diffusion does not fit" in reason for reason in skipped)
+    refs = {n.ref for n in model_fetch.needs_of(kept, load(), [])}
+    assert GPU_MODELS["diffusion-llm"] not in refs and GPU_MODELS["video"] in refs
+
+
+def test_dry_run_lists_only_those_models_with_sizes_and_fetches_nothing(hf_home):
+    result = subprocess.run(
+        [*HARNESS, "models", "fetch", "-m", "e2e and gpu_1 and not nightly", "--dry-run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    listed = {line.split(":")[0].strip() for line in result.stdout.splitlines() if "GiB (" in line}
+    wanted = {GPU_MODELS[k] for k in ("text", "embedding", "rerank", "vision-language", "lora")}
+    assert listed == wanted, result.stdout
+    assert "catalogue estimate" in result.stdout
+    assert not list(hf_home.glob("hub/models--*")), "a dry run downloaded"
+
+
+def test_a_partial_snapshot_is_not_taken_for_a_cached_one(hf_home, tmp_path):
+    snapshot = cache_model(hf_home, "org/m", _tiny(tmp_path))
+    assert models.locate("org/m") == snapshot
+    blobs = snapshot.parent.parent / "blobs"
+    blobs.mkdir()
+    (blobs / "abc.incomplete").write_text("")
+    assert models.incomplete(snapshot) == "1 blob(s) still .incomplete"
+    assert models.locate("org/m") is None
+    (blobs / "abc.incomplete").unlink()
+    (snapshot / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"w": "model-00002-of-00002.safetensors"}})
+    )
+    assert "names missing shards: model-00002" in models.incomplete(snapshot)
+
+
+def test_fetch_completes_a_snapshot_it_did_not_finish(hf_home, tmp_path):
+    cache_model(hf_home, "org/m", _tiny(tmp_path))  # there, but never fetched to the end
+    calls: list[str] = []
+
+    def download(ref: str) -> str:
+        calls.append(ref)
+        return str(cache_model(hf_home, ref, _tiny(tmp_path)))
+
+    said: list[str] = []
+    models.fetch([ModelNeed("aggregated", "text", "org/m")], say=said.append, download=download)
+    assert calls == ["org/m"] and "downloading" in said[0]
+    models.fetch([ModelNeed("aggregated", "text", "org/m")], say=said.append, download=download)
+    assert calls == ["org/m"] and "already available" in said[-1]
+
+
+def test_a_failed_download_names_the_model_and_the_others_still_come(hf_home, tmp_path):
+    def download(ref: str) -> str:
+        if ref == "org/broken":
+            raise OSError("connection reset")
+        return str(cache_model(hf_home, ref, _tiny(tmp_path)))
+
+    said: list[str] = []
+    needs = [ModelNeed("a", "text", "org/broken"), ModelNeed("b", "rerank", "org/fine")]
+    located = models.fetch(needs, say=said.append, download=download)
+    assert set(located) == {"org/fine"}
+    assert any(
+        line.startswith("org/broken: download failed (kept what was fetched): OSError")
+        for line in said
+    ), said
+
+
+def test_sizes_come_from_the_hub_when_it_answers_else_the_catalogue(monkeypatch):
+    from types import SimpleNamespace
+
+    import huggingface_hub
+
+    files = [SimpleNamespace(size=2**30), SimpleNamespace(size=2**29), SimpleNamespace(size=None)]
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(
+        huggingface_hub.HfApi, "model_info", lambda *a, **k: SimpleNamespace(siblings=files)
+    )
+    assert model_fetch.model_size("org/m", {}).describe() == "1.5 GiB (the Hub)"
+
+    def unreachable(*args, **kwargs):
+        raise OSError("no route to host")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", unreachable)
+    assert model_fetch.model_size("org/m", {"org/m": 3.0}).describe() == (
+        "3.0 GiB (catalogue estimate)"
+    )
+    assert model_fetch.model_size("org/other", {}).describe() == "size unknown"

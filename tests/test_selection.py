@@ -48,7 +48,9 @@ def test_gpu_tier_items_are_one_per_layout_marked_from_the_layout():
         result = _run("--collect-only", "-q", "--tier", "gpu", "-m", marker, "scenarios")
         assert result.returncode in (0, 5), result.stdout + result.stderr
         return sorted(
-            line.split("[")[1].rstrip("]") for line in result.stdout.splitlines() if "::" in line
+            line.split("[")[1].rstrip("]")
+            for line in result.stdout.splitlines()
+            if "test_topologies.py::" in line
         )
 
     layouts = {(t.name, p.gpus) for t in CATALOGUE for p in t.gpu.placements}
@@ -73,8 +75,13 @@ def test_gpu_tier_run_says_its_tier_and_models_and_skips_layouts_too_big():
     assert "discovery harness: tier gpu: asked for with --tier" in out, out
     assert "models: text=Qwen/Qwen3-0.6B" in out, out
     two_gpu = sum(1 for t in CATALOGUE for p in t.gpu.placements if p.gpus == 2)
-    assert out.count("needs 2 GPU(s); this run has 1 (0;") == two_gpu, out
+    skipped = [line for line in out.splitlines() if line.startswith("SKIPPED")]
+    assert len(skipped) == two_gpu, out
+    assert all("needs 2 GPU(s); this run has 1 (0;" in line for line in skipped), out
     assert f"{two_gpu} skipped" in out, out
+    # Every layout skipped: nothing ran, and a GPU-tier session never passes green so.
+    assert result.returncode == 1, out
+    assert "GPU layouts not run here" in out and "GPU tier: nothing ran" in out, out
 
 
 def test_gpu_tier_missing_model_is_one_clear_error(tmp_path):

@@ -91,13 +91,6 @@ def lora_violations(
     return [v for card in cards for v in compare_card(worker, card, name)]
 
 
-def write_adapter(base_model: Path, adapter_dir: Path) -> Path:
-    """A LoRA adapter for the base model's shapes (generated: nothing is downloaded)."""
-    from workers.tiny_models import write_lora_adapter
-
-    return write_lora_adapter(adapter_dir, base_model)
-
-
 class LoraControl:
     """Load and unload one LoRA on every registering worker of a deployment, and judge the
     cards that come and go (raises ContractFailure, naming the worker and the card)."""
@@ -110,8 +103,7 @@ class LoraControl:
         return [w for w in self.deployment.workers if w.registers]
 
     def load(self, name: str) -> list[LoraAnswer]:
-        base = self._base_model()
-        adapter = write_adapter(base, self.deployment.workdir / "loras" / name)
+        adapter = self._adapter()
         answers = [load(w.ports.system, w.role, name, adapter) for w in self._workers()]
         self.answers += answers
         return answers
@@ -147,11 +139,13 @@ class LoraControl:
             )
             raise ContractFailure(deployment.topology.name, violations)
 
-    def _base_model(self) -> Path:
+    def _adapter(self) -> Path:
+        """The topology's LoRA asset: the catalogue's adapter from the cache on the GPU tier
+        (fetched like the models), a generated one of the tiny text model's shapes on the
+        CPU tier."""
         deployment = self.deployment
-        spec = self._workers()[0].spec
-        ref = deployment.session.models(deployment.topology.name, spec.model)
+        ref = deployment.session.models(deployment.topology.name, "lora")
         located = locate(ref)
         if located is None:
-            raise FileNotFoundError(f"base model {ref} is not available locally")
+            raise FileNotFoundError(f"LoRA adapter {ref} is not available locally")
         return located

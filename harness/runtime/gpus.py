@@ -35,20 +35,38 @@ def visible_gpus(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
 
 
 def _nvidia_smi_indexes() -> tuple[str, ...]:
+    return tuple(row[0] for row in nvidia_smi_query("index"))
+
+
+def nvidia_smi_query(*fields: str) -> list[list[str]]:
+    """Rows of `nvidia-smi --query-gpu=FIELDS` (no units); [] without nvidia-smi or a driver."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
-        return ()
+        return []
     try:
         out = subprocess.run(
-            [smi, "--query-gpu=index", "--format=csv,noheader"],
+            [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=20,
             check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
-        return ()
-    return tuple(line.strip() for line in out.splitlines() if line.strip())
+        return []
+    return [[cell.strip() for cell in line.split(",")] for line in out.splitlines() if line.strip()]
+
+
+def total_memory_gib(ids: tuple[str, ...]) -> dict[str, float]:
+    """Each GPU's total memory in GiB, by the id CUDA_VISIBLE_DEVICES uses (an index or a
+    UUID); a GPU nvidia-smi does not list is left out."""
+    memory: dict[str, float] = {}
+    for index, uuid, mib in nvidia_smi_query("index", "uuid", "memory.total"):
+        try:
+            gib = float(mib) / 1024
+        except ValueError:
+            continue
+        memory[index] = memory[uuid] = gib
+    return {gpu: memory[gpu] for gpu in ids if gpu in memory}
 
 
 def xdist_position(env: Mapping[str, str] | None = None) -> tuple[int, int]:
@@ -76,6 +94,26 @@ def share(visible: tuple[str, ...], index: int, count: int) -> tuple[str, ...]:
     """This worker's disjoint, contiguous slice of the visible GPUs (may be empty)."""
     per_worker = len(visible) // count
     return visible[index * per_worker : (index + 1) * per_worker]
+
+
+def memory_needed_gib(placement: Placement) -> dict[int, float]:
+    """The GPU memory the layout declares per logical GPU: the sum of its workers' needs."""
+    needed: dict[int, float] = {}
+    for worker in placement.workers:
+        needed[worker.gpu] = needed.get(worker.gpu, 0.0) + (worker.vram_gib or 0.0)
+    return needed
+
+
+def does_not_fit(placement: Placement, memory_gib: tuple[float | None, ...]) -> str | None:
+    """Why the layout cannot run on GPUs of these total memories (its logical GPU i on the
+    i-th), or None when it fits or a memory is unknown (then sglang's own check decides)."""
+    for gpu, needed in sorted(memory_needed_gib(placement).items()):
+        have = memory_gib[gpu] if gpu < len(memory_gib) else None
+        if have is not None and needed > have:
+            return (
+                f"needs ~{needed:.1f} GiB on its GPU {gpu}; the GPU it would get has {have:.1f} GiB"
+            )
+    return None
 
 
 def assign(placement: Placement, gpus: tuple[str, ...]) -> dict[str, tuple[str, ...]]:

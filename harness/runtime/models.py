@@ -9,6 +9,7 @@ before any worker starts, naming the topology and asset key that need it.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -18,6 +19,9 @@ from pathlib import Path
 from harness.assets import ASSET_KEYS
 
 FETCH_LOCK_NAME = ".harness-models-fetch.lock"
+# Where `fetch` records each repo it downloaded to the end (the snapshot's revision): a
+# snapshot directory alone may be an interrupted download.
+COMPLETE_DIR = ".harness-complete"
 
 
 class MissingModels(RuntimeError):
@@ -77,9 +81,48 @@ def locate(ref: str) -> Path | None:
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     try:
-        return Path(snapshot_download(ref, local_files_only=True, cache_dir=hf_hub_cache()))
+        snapshot = Path(snapshot_download(ref, local_files_only=True, cache_dir=hf_hub_cache()))
     except (LocalEntryNotFoundError, ValueError, OSError):
         return None
+    # snapshot_download(local_files_only=True) takes an interrupted download for a cached one.
+    return None if incomplete(snapshot) else snapshot
+
+
+def incomplete(snapshot: Path) -> str | None:
+    """Why a cached snapshot is not whole (a blob still downloading, a file whose blob is
+    gone, a weight shard its index names but the snapshot lacks), or None."""
+    repo = snapshot.parent.parent
+    partial = sorted(p.name for p in (repo / "blobs").glob("*.incomplete"))
+    if partial:
+        return f"{len(partial)} blob(s) still .incomplete"
+    files = [p for p in snapshot.rglob("*") if p.is_symlink() or p.is_file()]
+    dangling = [p.name for p in files if not p.exists()]
+    if dangling:
+        return "files without their blob: " + ", ".join(sorted(dangling)[:3])
+    for index in snapshot.glob("*.index.json"):
+        try:
+            shards = set(json.loads(index.read_text()).get("weight_map", {}).values())
+        except (OSError, ValueError):
+            return f"{index.name} is unreadable"
+        absent = sorted(s for s in shards if not (snapshot / s).exists())
+        if absent:
+            return f"{index.name} names missing shards: " + ", ".join(absent[:3])
+    return None
+
+
+def _complete_marker(ref: str) -> Path:
+    return hf_hub_cache() / COMPLETE_DIR / ref.replace("/", "--")
+
+
+def fetched_whole(ref: str) -> Path | None:
+    """The snapshot `fetch` downloaded to the end and that is still whole, else None."""
+    found = locate(ref)
+    marker = _complete_marker(ref)
+    if found is None or Path(ref).expanduser().is_dir():
+        return found
+    if not marker.is_file() or marker.read_text().strip() != found.name:
+        return None
+    return found
 
 
 def missing(needs: Iterable[ModelNeed]) -> list[ModelNeed]:
@@ -122,19 +165,31 @@ def fetch(
     for ref, users in by_ref.items():
         who = ", ".join(sorted({f"{n.topology}/{n.key}" for n in users}))
         with FileLock(str(cache / FETCH_LOCK_NAME)):
-            found = locate(ref)
+            found = fetched_whole(ref)
             if found is not None:
                 say(f"{ref}: already available at {found} ({who})")
                 located[ref] = found
                 continue
+            # Anything else, a partial snapshot included, goes to the hub's own download,
+            # which keeps what is there and fetches the rest.
             say(f"{ref}: downloading into {cache} ({who})")
             started = time.monotonic()
             try:
-                located[ref] = Path(download(ref))
-            except Exception as error:  # reported here; require() then names what is missing
-                say(f"{ref}: download failed: {type(error).__name__}: {error}")
+                snapshot = Path(download(ref))
+                problem = incomplete(snapshot) if snapshot.is_dir() else "no snapshot"
+                if problem:
+                    raise RuntimeError(f"the snapshot is not whole: {problem}")
+            except Exception as error:  # keeps what was fetched; require() names what is missing
+                say(
+                    f"{ref}: download failed (kept what was fetched): "
+                    f"{type(error).__name__}: {error}"
+                )
                 continue
-            say(f"{ref}: done in {time.monotonic() - started:.0f} s -> {located[ref]}")
+            located[ref] = snapshot
+            if not Path(ref).expanduser().is_dir():
+                _complete_marker(ref).parent.mkdir(parents=True, exist_ok=True)
+                _complete_marker(ref).write_text(snapshot.name)
+            say(f"{ref}: done in {time.monotonic() - started:.0f} s -> {snapshot}")
     return located
 
 

@@ -8,6 +8,7 @@ import argparse
 import json
 import shlex
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import ports
@@ -18,18 +19,50 @@ from harness.model_source import ModelSource, TinyModels, gpu_models
 from harness.runtime import gpus
 from harness.runtime.launch import WorkerCommand, WorkerSite, placeholders, worker_command
 from harness.runtime.tier import TIERS, TierPolicy, tier_differences
-from harness.topology import Scenario, Topology
+from harness.topology import Placement, Scenario, Topology
 
 PLACEHOLDER_ETCD = "http://127.0.0.1:<etcd-port>"
 PLACEHOLDER_NATS = "nats://127.0.0.1:<nats-port>"
 
 
-def scenarios_for(tier: TierPolicy, topology: Topology, gpu_count: int) -> list[Scenario]:
-    """What a run would deploy: every layout that fits the GPUs (GPU tier), else the packed
-    layout."""
+@dataclass(frozen=True)
+class NotPlanned:
+    """A GPU layout the run would skip, and why (too few GPUs, too little memory)."""
+
+    topology: str
+    layout: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"topology": self.topology, "layout": self.layout, "reason": self.reason}
+
+
+def why_not(placement: Placement, gpu_count: int, gpu_memory_gib: float | None) -> str | None:
+    """Why a run with these GPUs skips the layout, or None when it runs it."""
+    if placement.gpus > gpu_count:
+        return f"needs {placement.gpus} GPU(s); the plan has {gpu_count}"
+    return gpus.does_not_fit(placement, (gpu_memory_gib,) * placement.gpus)
+
+
+def scenarios_for(
+    tier: TierPolicy,
+    topology: Topology,
+    gpu_count: int,
+    gpu_memory_gib: float | None = None,
+    skipped: list[NotPlanned] | None = None,
+) -> list[Scenario]:
+    """What a run would deploy: the packed layout on the CPU tier, else every layout that
+    fits the GPUs (count and memory); the others go to `skipped` with the reason."""
     if not tier.gpus:
         return [Scenario.packed(topology)]
-    return [Scenario(topology, p) for p in topology.gpu.placements if p.gpus <= gpu_count]
+    planned = []
+    for placement in topology.gpu.placements:
+        reason = why_not(placement, gpu_count, gpu_memory_gib)
+        if reason is None:
+            planned.append(Scenario(topology, placement))
+        elif skipped is not None:
+            skipped.append(NotPlanned(topology.name, placement.name, reason))
+    return planned
 
 
 def launch_order(scenario: Scenario, tier: TierPolicy) -> list[str]:
@@ -46,6 +79,8 @@ def build_plan(
     overrides: list[str] | None = None,
     workdir: Path,
     models: ModelSource | None = None,
+    gpu_memory_gib: float | None = None,
+    skipped: list[NotPlanned] | None = None,
 ) -> list[WorkerCommand]:
     if models is None:
         models = (
@@ -57,7 +92,7 @@ def build_plan(
     settings = Settings(tier=tier)
     commands = []
     for topology in catalogue.select(topologies):
-        for scenario in scenarios_for(tier, topology, gpu_count):
+        for scenario in scenarios_for(tier, topology, gpu_count, gpu_memory_gib, skipped):
             assigned = gpus.assign(scenario.placement, visible) if tier.gpus else {}
             shared = sorted({n for w in topology.workers for n in placeholders(w.flags)})
             shared_ports = dict(zip(shared, ports.allocate(len(shared)), strict=True))
@@ -91,8 +126,17 @@ def build_plan(
     return commands
 
 
-def render_text(commands: list[WorkerCommand], tier: TierPolicy, gpu_count: int) -> str:
-    lines = [f"# plan: tier {tier.name}" + (f", {gpu_count} GPU(s)" if tier.gpus else "")]
+def render_text(
+    commands: list[WorkerCommand],
+    tier: TierPolicy,
+    gpu_count: int,
+    skipped: list[NotPlanned] | None = None,
+    gpu_memory_gib: float | None = None,
+) -> str:
+    memory = f" of {gpu_memory_gib:g} GiB" if gpu_memory_gib else ""
+    lines = [f"# plan: tier {tier.name}" + (f", {gpu_count} GPU(s){memory}" if tier.gpus else "")]
+    for layout in skipped or ():
+        lines.append(f"# not planned: {layout.topology} ({layout.layout}): {layout.reason}")
     lines.append("# what differs between the tiers (everything else is the same command):")
     for diff in tier_differences():
         lines.append(f"#   {diff.aspect:<17} cpu: {diff.cpu}")
@@ -132,13 +176,31 @@ def _resources(command: WorkerCommand, tier: TierPolicy) -> str:
     return ", ".join(parts)
 
 
-def render_json(commands: list[WorkerCommand]) -> str:
-    return json.dumps([c.as_dict() for c in commands], indent=2)
+def render_json(
+    commands: list[WorkerCommand],
+    skipped: list[NotPlanned] | None = None,
+    gpu_memory_gib: float | None = None,
+) -> str:
+    """The workers to start, and the layouts left out with the reason."""
+    return json.dumps(
+        {
+            "gpu_memory_gib": gpu_memory_gib,
+            "workers": [c.as_dict() for c in commands],
+            "not_planned": [s.as_dict() for s in skipped or ()],
+        },
+        indent=2,
+    )
 
 
 def plan_command(catalogue: Catalogue, args: argparse.Namespace) -> str:
     """The CLI's `plan` (args from its argparse sub-parser). Scratch dirs and CPU-tier model
     dirs live in a temporary folder removed afterwards: a run makes its own."""
+    memory = args.gpu_memory
+    if memory is None and TIERS[args.tier].gpus:  # the GPUs this machine has, when it has some
+        visible = gpus.visible_gpus()[: args.gpus]
+        known = gpus.total_memory_gib(visible)
+        memory = min(known.values()) if known else None
+    skipped: list[NotPlanned] = []
     with tempfile.TemporaryDirectory(prefix="harness-plan-") as workdir:
         commands = build_plan(
             catalogue,
@@ -147,7 +209,9 @@ def plan_command(catalogue: Catalogue, args: argparse.Namespace) -> str:
             topologies=args.topology or None,
             overrides=args.model,
             workdir=Path(workdir),
+            gpu_memory_gib=memory,
+            skipped=skipped,
         )
     if args.json:
-        return render_json(commands)
-    return render_text(commands, TIERS[args.tier], args.gpus)
+        return render_json(commands, skipped, memory)
+    return render_text(commands, TIERS[args.tier], args.gpus, skipped, memory)

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Rehearse the GPU job without a GPU: ci/gpu-job.sh inside a runtime-like image, as the image's
+# user (UID 1000), the checkout owned by another user (the runner's), the CPU stack held as
+# the runtime image holds the GPU stack (a read-only system site-packages folder of Debian's
+# externally-managed Python 3.11), etcd and nats-server from Debian in the image. It runs
+# every step up to the first thing that needs a GPU; the GPU-tier run must then fail loudly.
+#
+#   ci/rehearsal/run.sh [CHECKOUT]    # default: this working tree (tracked + untracked files)
+# Root only (podman). Exit status: the job's. Images and the stack folder are cached in build/.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+SOURCE="$(cd "${1:-$ROOT}" && pwd)"
+CACHE="$ROOT/build/rehearsal"
+RUNNER_UID=1001  # the runner's user: owns the checkout; the image's user is 1000
+source "$ROOT/ci/podman-docker-api.sh" conf
+set +e +u  # sourcing set -e/-u for this shell; the job's status is read below
+
+started=$(date +%s)
+image=$("$ROOT/ci/rehearsal/build-image.sh") || exit 1
+stack=$("$ROOT/.venv/bin/python" "$ROOT/ci/rehearsal/stack.py" \
+  "$("$ROOT/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+  "$CACHE") || exit 1
+echo "rehearsal: image $image, stack $stack (ready in $(( $(date +%s) - started )) s)"
+
+run_dir=$(mktemp -d "$CACHE/run-XXXXXX")
+trap 'rm -rf "$run_dir"' EXIT
+mkdir -p "$run_dir/checkout" "$run_dir/hf" "$run_dir/reports"
+(cd "$SOURCE" && git ls-files -co --exclude-standard -z | tar --null -T - -cf - 2>/dev/null) |
+  tar -C "$run_dir/checkout" -xf -
+chown -R "$RUNNER_UID:$RUNNER_UID" "$run_dir/checkout" "$run_dir/hf" "$run_dir/reports"
+chmod -R go-w "$run_dir/checkout"
+chmod a+rwX "$run_dir/hf" "$run_dir/reports"  # as `ci/gpu-job.sh docker` prepares them
+
+# Dynamo's docs run the image with --ulimit memlock=-1; a machine whose hard limit root cannot
+# raise (this VM: 8192 KiB) refuses the container, so it is left out there and said so.
+# A --ulimit drops containers.conf's default_ulimits: repeat them (ci/podman-docker-api.sh).
+limits=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768 --ulimit memlock=-1)
+if ! podman run --rm "${limits[@]}" "$image" true 2>/dev/null; then
+  limits=("${limits[@]:0:4}")
+  echo "rehearsal: --ulimit memlock=-1 refused here (hard limit $(ulimit -Hl) KiB): left out"
+fi
+# This machine's egress CA (PyPI is reached through a TLS proxy here): the host's bundle.
+certs=()
+bundle=/etc/ssl/certs/ca-certificates.crt
+[ -f "$bundle" ] && certs=(-v "$bundle:$bundle:ro" -e "PIP_CERT=$bundle")
+podman run --rm --user 1000:0 "${limits[@]}" "${certs[@]}" --cap-add SYS_PTRACE --ipc host \
+  -v "$stack:/usr/local/lib/python3.11/dist-packages:ro" \
+  -v "$run_dir/checkout:/checkout" -v "$run_dir/hf:/hf" -v "$run_dir/reports:/reports" \
+  -e REHEARSAL=1 -e GPUS=1 -e HF_HOME=/hf -e REPORTS=/reports \
+  -e HARNESS_IMAGE=nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1 \
+  "$image" bash -c 'echo "rehearsal: running as $(id)"; touch /checkout/x 2>/dev/null &&
+    echo "rehearsal: the checkout is writable" || echo "rehearsal: the checkout is read-only to $(id -un)";
+    bash /checkout/ci/gpu-job.sh all'
+status=$?
+echo "rehearsal: reports: $(cd "$run_dir/reports" && find . -type f | sort | tr '\n' ' ')"
+echo "rehearsal: job exit $status after $(( $(date +%s) - started )) s"
+exit "$status"
