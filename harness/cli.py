@@ -5,6 +5,8 @@ python -m harness topologies [--gpu]
 python -m harness plan [--tier gpu|cpu] [--gpus N] [--json] [--topology NAME ...] [--model KEY=REF]
 python -m harness models list|fetch [TOPOLOGY ...] [--model KEY=REF]
 python -m harness history [--releases 0.7.1,0.8.1,1.6.1] [--topology NAME ...] [--out DIR]
+python -m harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file FILE]
+python -m harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace NS] [--probe]
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 from harness import catalogue as catalogue_module
+from harness.audit import command as audit_command
 from harness.catalogue import Catalogue
 from harness.history.run import CONFORMANCE_TESTS, outcome
+from harness.up import command as up_command
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_DIR = ROOT / "reports"
@@ -166,6 +170,8 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument("action", choices=["list", "fetch"])
     models.add_argument("topology", nargs="*", help="default: every topology")
     models.add_argument("--model", action="append", default=[], metavar="KEY=REF")
+    up_command.add_parser(commands)
+    audit_command.add_parser(commands)
     return parser
 
 
@@ -206,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
             print(plan_command(catalogue_module.load(), args))
         elif args.command == "models":
             return models_command(args)
+        elif args.command == "up":
+            return up_command.up_command(args)
+        elif args.command == "audit":
+            return audit_command.audit_command(args)
         elif args.command == "history":
             from harness.history.command import history_command
 

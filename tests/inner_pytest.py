@@ -4,6 +4,7 @@ check what a user running pytest sees (exit status, terminal output, usage error
 from __future__ import annotations
 
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -15,7 +16,9 @@ PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
 
 def session_env(**extra: str) -> dict[str, str]:
     """This process's environment for an inner session, plus `extra`."""
-    return {**gpus.session_of_its_own(), **extra}
+    # Its reports go to a folder of its own, never over the outer run's reports/.
+    reports = {"HARNESS_REPORT_DIR": tempfile.mkdtemp(prefix="inner-reports-")}
+    return {**gpus.session_of_its_own(), **reports, **extra}
 
 
 def run_pytest(

@@ -38,11 +38,13 @@ from harness.deployment.progress import (
     WorkerSample,
 )
 from harness.deployment.session import Session
-from harness.deployment.timeline import WorkerTimeline
+from harness.deployment.timeline import WorkerTimeline, worker_timelines
 from harness.deployment.worker import Worker
 from harness.discovery_sources import FileSource
 from harness.frontend import Frontend, start_frontend
 from harness.http_client import RecordingClient
+from harness.judge import deployment as judged
+from harness.judge.verdict import set_aside_known
 from harness.loopback import ProcessPorts
 from harness.observer import DiscoveryObserver, DiscoveryState
 from harness.processes import ManagedProcess, stop_all, without_colours
@@ -53,9 +55,7 @@ from harness.runtime.launch import WorkerSite, placeholders, worker_command
 from harness.runtime.spawn import FRESH
 from harness.topology import Scenario, Topology, WorkerSpec
 from harness.violations import (
-    BAD_CONTENT,
     BAD_RESPONSE,
-    LISTED_EARLY,
     NEVER_LISTED,
     NEVER_REGISTERED,
     WORKER_EXITED,
@@ -158,6 +158,7 @@ class Deployment:
         # Set once a verdict was reached (readiness failed, or verify() ran): the deploy
         # fixture verifies every deployment that has none, whatever the test body did.
         self.verdict_given = False
+        self.verdict_at: float | None = None  # wall time of the verdict (the report's mark)
         self._ticker: ProgressTicker | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -397,8 +398,7 @@ class Deployment:
 
     def records(self, state: DiscoveryState, worker: Worker) -> checks.WorkerRecords:
         """A worker's keys in this namespace (see checks.records_for)."""
-        claimed = frozenset(w.tcp_port for w in self.workers if w.tcp_port is not None)
-        return checks.records_for(state, self.namespace, worker, claimed)
+        return judged.worker_records(state, self.namespace, worker, self.workers)
 
     def discovery_now(self) -> DiscoveryState:
         """This namespace's instances and cards, read from etcd directly (no watch lag)."""
@@ -448,6 +448,7 @@ class Deployment:
             kinds = ", ".join(sorted({v.kind for v in violations}))
             self._stop_progress(f"not ready: {len(violations)} violation(s) ({kinds})")
             self.verdict_given = True
+            self.verdict_at = time.time()
             self.found += violations
             raise ContractFailure(self.topology.name, violations)
         self._stop_progress("ready")
@@ -552,24 +553,9 @@ class Deployment:
         self.observer.wait_for(settled, Deadline(grace))
 
     def _card_checks(self, state: DiscoveryState) -> list[Violation]:
-        found: list[Violation] = []
-        for worker in self.workers:
-            records = self.records(state, worker)
-            found += checks.must_not_register(records, worker)
-            if worker.expected is not None:
-                for card in records.cards:
-                    found += checks.compare_card(worker, card, self.model_name)
-        found += checks.cards_without_instances(state, self.namespace)
-        found += checks.non_loopback_addresses(state, self.namespace)
-        found += self._interference(state)
-        return found
-
-    def _interference(self, state: DiscoveryState) -> list[Violation]:
-        """Keys in this namespace that none of its workers wrote (named when the stray is a
-        process the harness started on purpose)."""
-        ours = {i.key for w in self.workers for i in self.records(state, w).instances}
-        named = {w.tcp_port: w for w in self.strays if w.tcp_port is not None}
-        return checks.interference(state, self.namespace, ours, named)
+        return judged.card_violations(
+            state, self.namespace, self.model_name, self.workers, self.strays
+        )
 
     def _roles_without_card_in_etcd(self) -> list[str]:
         """Roles with no card on a serving instance of theirs, now."""
@@ -627,39 +613,19 @@ class Deployment:
         return probes
 
     def _listed_early(self, probes: list[Reply]) -> list[Violation]:
-        evidence = []
         missing = set(self._listing.missing_when_listed)
         present = [
             w.expected for w in self.workers if w.expected is not None and w.role not in missing
         ]
-        if missing and not checks.servable(present):
-            evidence.append(
-                # A card counts once its worker's instance serves (0.7 wrote cards first).
-                "etcd had no serving instance with a model card yet for "
-                + ", ".join(f"'{r}'" for r in self._listing.missing_when_listed)
-                + " when the model first appeared in /v1/models (the frontend's own view "
-                + f"then: {self._listing.ready_when_listed})"
-            )
-        # Once listed, a model must serve: a 404 or a 503 then means it was listed early.
-        refused = [p for p in probes if p.status in NOT_READY_STATUSES]
-        if refused:
-            statuses = "/".join(sorted({str(p.status) for p in refused}))
-            evidence.append(
-                f"{len(refused)} request(s) for the listed model got {statuses} "
-                f"({refused[0].body[:120]}); the frontend's log meanwhile:\n"
-                f"{self._frontend_log_tail()}"
-            )
-        if not evidence:
-            return []
-        return [
-            Violation(
-                LISTED_EARLY,
-                None,
-                f"model '{self.model_name}' was listed before its topology could serve it: "
-                + "; ".join(evidence)
-                + "; clients see the model but their requests fail",
-            )
-        ]
+        refused = any(p.status in NOT_READY_STATUSES for p in probes)
+        return judged.listed_early(
+            self.model_name,
+            self._listing.missing_when_listed,
+            self._listing.ready_when_listed,
+            present,
+            probes,
+            self._frontend_log_tail() if refused else "",
+        )
 
     def _frontend_log_tail(self, lines: int = 15) -> str:
         """The last lines the frontend wrote since this deployment started: its own reason
@@ -690,72 +656,42 @@ class Deployment:
                         worker, self.observer.state(), self.namespace, "nothing (it had registered)"
                     )
                 )
-        violations += checks.bad_exchanges(self.client.exchanges)
-        violations += [
-            Violation(BAD_CONTENT, None, f"request judged bad: {r.describe()}")
-            for r in self.replies
-            if not r.ok and r.status == 200
-        ]
         frontend_log = self.frontend.log_since(self._frontend_log_offset) if self.frontend else ""
-        violations += checks.incompatible_workers(frontend_log, self.model_name)
-        ns = self.namespace
-        state = self.discovery_now()
-        for worker in self.workers:
-            violations += checks.must_not_register(self.records(state, worker), worker)
-        violations += self._interference(state)
-        violations += checks.cards_without_instances(state, ns)
-        violations += checks.non_loopback_addresses(state, ns)
+        violations += judged.after_ready(
+            self.discovery_now(),
+            self.namespace,
+            self.model_name,
+            self.workers,
+            self.strays,
+            self.client.exchanges,
+            self.replies,
+            frontend_log,
+        )
         violations = self._without_known(violations)
+        self.verdict_at = time.time()
         if violations:
             self.found += violations
             raise ContractFailure(self.topology.name, violations)
 
     def _without_known(self, violations: list[Violation]) -> list[Violation]:
         """Set aside the violations this Dynamo release is declared to show (unless strict)."""
-        if self.strict:
-            return violations
-        version = dynamo_version()
-        kept = []
-        for violation in violations:
-            known = next(
-                (
-                    k
-                    for k in self.topology.known_violations
-                    if k.kind == violation.kind and k.applies_to(version)
-                ),
-                None,
-            )
-            if known is None:
-                kept.append(violation)
-            else:
-                self.known_seen.append((violation, known.reason))
-        return kept
-
-    # -- timeline --------------------------------------------------------------------------
-    def timeline(self) -> list[WorkerTimeline]:
-        observer = self.observer
-        state = observer.state()
-        first_ok = next(
-            (e.wall_time for e in self.client.exchanges if e.status == 200 and e.after_ready),
-            None,
+        verdict = set_aside_known(
+            violations, self.topology.known_violations, dynamo_version(), self.strict
         )
-        rows = []
-        for worker in self.workers:
-            records = self.records(state, worker)
-            instance = observer.first_put(records.generate.key) if records.generate else None
-            card = observer.first_put(records.card.key) if records.card else None
-            rows.append(
-                WorkerTimeline(
-                    role=worker.role,
-                    pid=worker.pid,
-                    started=worker.proc.started_wall,
-                    instance_at=instance.wall_time if instance else None,
-                    card_at=card.wall_time if card else None,
-                    listed_at=self._listing.listed_at,
-                    first_ok_at=first_ok,
-                )
-            )
-        return rows
+        self.known_seen += verdict.known
+        return list(verdict.violations)
+
+    def timeline(self) -> list[WorkerTimeline]:
+        return worker_timelines(self)
+
+    @property
+    def listed_at(self) -> float | None:
+        """Wall time the model first appeared in GET /v1/models (None: not seen listed)."""
+        return self._listing.listed_at
+
+    @property
+    def ready_when_listed(self) -> str:
+        return self._listing.ready_when_listed
 
 
 def dynamo_version() -> str:
