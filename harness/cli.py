@@ -123,13 +123,19 @@ def summarise(junit: Path) -> str:
 def conformance(args: list[str]) -> int:
     import pytest
 
+    from harness.report import remove_reports
+
     REPORT_DIR.mkdir(exist_ok=True)
     junit = REPORT_DIR / "conformance.xml"
+    junit.unlink(missing_ok=True)
+    remove_reports(REPORT_DIR)  # even pytest's own usage errors leave no older report
     code = pytest.main([CONFORMANCE_TESTS, f"--junitxml={junit}", "-o", "junit_logging=no", *args])
     if junit.exists():
         print("\n=== conformance report ===")
         print(summarise(junit))
         print(f"(JUnit XML with per-worker timelines: {junit})")
+    if (REPORT_DIR / "report.html").exists():
+        print(f"(report.json, report.md, report.html: {REPORT_DIR})")
     return int(code)
 
 

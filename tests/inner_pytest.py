@@ -4,8 +4,8 @@ check what a user running pytest sees (exit status, terminal output, usage error
 from __future__ import annotations
 
 import subprocess
-import tempfile
 import sys
+import tempfile
 from pathlib import Path
 
 from harness.runtime import gpus

@@ -25,7 +25,10 @@ ENCODER = {"worker_type": "encode", "needs": [["prefill", "decode"], ["aggregate
 MM_WORKER = {"model_type": "", "worker_type": "aggregated", "needs": [["encode"]]}
 
 
-def _judge(s, now=100.0, grace=5.0, frontend=FrontendView()):
+NO_FRONTEND = FrontendView()
+
+
+def _judge(s, now=100.0, grace=5.0, frontend=NO_FRONTEND):
     seen = dict.fromkeys(s.raw, 0.0)
     return judge_discovery(s, seen, now, grace, CATALOGUE, frontend)
 
@@ -52,7 +55,8 @@ def test_an_instance_without_its_card_past_the_grace_is_never_registered_by_role
     (deployment,) = _judge(_mm_encode_pd(with_worker_card=False))
     (found,) = [v for v in deployment.verdict.violations if v.kind == NEVER_REGISTERED]
     assert found.role == "mm-worker"
-    assert "component 'backend'" in found.message and "instance 2 at 127.0.0.1:25002" in found.message
+    assert "component 'backend'" in found.message
+    assert "instance 2 at 127.0.0.1:25002" in found.message
 
 
 def test_within_the_grace_the_verdict_is_pending_and_nothing_is_reported():

@@ -14,6 +14,7 @@ import pytest
 
 from harness.report import FILES, load_report, write_reports
 from harness.report.model import DeploymentEntry, Mark, RunEntry, WorkerEntry
+from harness.report.pytest_run import report_dir
 from tests.inner_pytest import run_pytest
 
 CHROMIUM = shutil.which("chromium")
@@ -152,7 +153,7 @@ def test_the_console_error_scan_sees_an_error(tmp_path):
 @pytest.mark.nightly
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium (bash ci/browser.sh installs it)")
-def test_the_html_report_of_a_real_run_renders_in_headless_chromium(tmp_path):
+def test_the_html_report_of_a_real_run_renders_in_headless_chromium(tmp_path, pytestconfig):
     out = tmp_path / "reports"
     done = run_pytest(*FAILING_RUN, "-m", "selftest or e2e", "--report-dir", str(out), timeout=500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -177,3 +178,7 @@ def test_the_html_report_of_a_real_run_renders_in_headless_chromium(tmp_path):
         "--window-size=1280,1400",
     )
     assert shot.returncode == 0 and (out / "report.png").stat().st_size > 10_000, shot.stderr
+    kept = report_dir(pytestconfig) / "browser"  # beside this run's own reports (CI uploads)
+    kept.mkdir(parents=True, exist_ok=True)
+    for name in ("report.html", "report.png"):
+        shutil.copy(out / name, kept / name)

@@ -5,8 +5,9 @@ are in their cards (component, worker type, model type, needs); a worker without
 only its component. The catalogue topology that explains the namespace best gives each one a
 role and so a contract: +1 for a card that matches a role exactly, -1 for a card that matches
 none, -2 for a process no role accounts for and for a role no process fills; ties go to the
-catalogue's order after the count of exact cards. A card is believed first: a lone decode card that needs prefill is a
-decode worker missing its peer, not an aggregated worker with a wrong card.
+topology with more exact cards, then to the catalogue's order. A card is believed first: a
+lone decode card that needs prefill is a decode worker missing its peer, not an aggregated
+worker with a wrong card.
 """
 
 from __future__ import annotations

@@ -58,10 +58,12 @@ def _matrix(run: RunEntry) -> str:
                 shown = "ok (deployment failed)"
             else:
                 shown = "FAILED" if worker.failed else deployment.verdict
-            observed = worker.observed or {}
-            card = ", ".join(
-                observed.get(k, "") for k in ("model_type", "model_input", "worker_type")
-            ) or ("no card" if worker.expected else "must not register")
+            observed = worker.observed
+            card = (
+                ", ".join(observed.get(k, "") for k in ("model_type", "model_input", "worker_type"))
+                if observed
+                else ("no card" if worker.expected else "must not register")
+            )
             answer = first_answer_seconds(deployment, worker)
             rows.append(
                 f"<tr class='worker {state}' data-role='{escape(worker.role)}'>"

@@ -11,7 +11,7 @@ deployment: name, test, topology, namespace, model, verdict (conformant / failed
 worker: role, pid, start_path, component, instance (etcd key), expected {field: value},
      observed {field: value}, events [marks], violations [{kind, message}], log_path, log_tail,
      failed
-mark: at, what (process-start / serving / card / listed / ready / first-answer / answer /
+mark: at, what (process-start / serving / card / listed / first-answer / answer /
      violation), detail (the etcd key, the status, the violation's kind)
 """
 

@@ -70,9 +70,9 @@ def from_deployment(deployment: Deployment, test: str | None = None) -> Deployme
         )
     frontend = []
     if deployment.listed_at is not None:
-        frontend.append(Mark(deployment.listed_at, "listed", "GET /v1/models"))
-        if deployment.ready_when_listed:
-            frontend.append(Mark(deployment.listed_at, "ready", deployment.ready_when_listed))
+        # What /ready said at that moment rides on the listed mark (one instant, one mark).
+        ready = f"; then {deployment.ready_when_listed}" if deployment.ready_when_listed else ""
+        frontend.append(Mark(deployment.listed_at, "listed", f"GET /v1/models{ready}"))
     exchanges = list(deployment.client.exchanges)
     first_ok = next((e for e in exchanges if e.status == 200), None)
     for exchange in exchanges:

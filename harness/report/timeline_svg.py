@@ -14,7 +14,6 @@ COLOURS = {
     "serving": "#2563eb",
     "card": "#16a34a",
     "listed": "#7c3aed",
-    "ready": "#0d9488",
     "first-answer": "#065f46",
     "answer": "#d97706",
     "violation": "#dc2626",
