@@ -168,11 +168,17 @@ def _never_registered(worker: FoundWorker, namespace: str, grace: float) -> Viol
 
 
 def _present_types(deployment: AuditedDeployment) -> set[str]:
-    return {w.card.worker_type for w in deployment.workers if w.card is not None}
+    """The worker types of the peers with a card, and of those without one by the role they
+    were recognised as: a need that only a card-less peer would meet is that peer's
+    never-registered, not a second finding."""
+    present = {w.card.worker_type for w in deployment.workers if w.card is not None}
+    return present | {
+        w.expected.worker_type for w in deployment.workers if w.card is None and w.expected
+    }
 
 
 def _unmet_needs(deployment: AuditedDeployment) -> list[Violation]:
-    """Every card's needs (an OR of ANDs of worker types) met by a peer that has a card."""
+    """Every card's needs (an OR of ANDs of worker types) met by a present peer."""
     present = _present_types(deployment)
     found = []
     for worker in deployment.workers:
@@ -187,7 +193,7 @@ def _unmet_needs(deployment: AuditedDeployment) -> list[Violation]:
                 NEEDS_UNMET,
                 worker.role,
                 f"worker '{worker.role}' ({worker.identity}) needs {wanted}, but the "
-                f"registered peers of '{deployment.model}' in {deployment.namespace} are "
+                f"peers of '{deployment.model}' in {deployment.namespace} are "
                 f"{sorted(present)}; card {card.key}",
             )
         )
