@@ -13,7 +13,7 @@ from harness.observer import DiscoveryState
 from harness.requests import Reply
 from harness.violations import BAD_CONTENT, LISTED_EARLY, Violation
 
-NOT_READY_STATUSES = (404, 503)
+NOT_READY_STATUSES = (404, 503)  # "not ready yet" from the frontend; after listing, a fault
 
 
 def worker_records(

@@ -17,7 +17,7 @@ def render(run: RunEntry) -> str:
         "",
         f"`{run.command}` on {run.host}, {started}; ai-dynamo {run.release}, tier {run.tier}, "
         f"infra {run.infra}, spawn {run.spawn}; {len(run.deployments)} deployment(s), "
-        f"{len(run.tests)} test(s)",
+        f"{sum(t['outcome'] != 'deselected' for t in run.tests)} test(s)",
         "",
         "| topology | worker | verdict | card (type, input, worker_type, needs) | first answer |",
         "|---|---|---|---|---|",

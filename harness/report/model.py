@@ -4,7 +4,8 @@ Schema `discovery-harness-report`, version 1 (report.json). Times are Unix secon
 added later keeps the version; a field renamed or removed bumps it.
 
 run: schema, version, command, started_at, finished_at, release, tier, infra, spawn, host,
-     outcome (passed / failed / no tests), tests [{id, outcome, seconds}], deployments [...]
+     outcome (passed / failed / no tests), tests [{id, outcome (passed / failed / error /
+     skipped / deselected), seconds}], deployments [...]
 deployment: name, test, topology, namespace, model, verdict (conformant / failed /
      known-violations), started_at, workers [...], frontend [marks], answers [{kind, status,
      ok, problem}], violations [{kind, role, message}], known [text]

@@ -23,6 +23,7 @@ from harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry, deployment_
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT_DIR_ENV = "HARNESS_REPORT_DIR"
+DESELECTED = "deselected"
 DEPLOYMENT_REPORT, TIMELINE_ROW, KNOWN_VIOLATION = (
     "deployment_report",
     "timeline_row",
@@ -71,6 +72,11 @@ class RunReport:
         if is_a_run(config) and not hasattr(config, "workerinput"):
             remove_reports(report_dir(config))
 
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Named in the report too (a nightly topology the selection left out), not run."""
+        for item in items:
+            self.tests.setdefault(item.nodeid, {"id": item.nodeid, "outcome": DESELECTED})
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         test = self.tests.setdefault(report.nodeid, {"id": report.nodeid, "outcome": PASSED})
         test["seconds"] = round(float(test.get("seconds", 0.0)) + report.duration, 3)  # type: ignore[arg-type]
@@ -108,10 +114,10 @@ class RunReport:
             return
         if exitstatus in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
             return
-        if not self.tests:  # an empty selection: nothing ran, nothing to report
+        if not any(t["outcome"] != DESELECTED for t in self.tests.values()):  # empty selection
             return
         failed = any(t["outcome"] in ("failed", "error") for t in self.tests.values())
-        ran = any(t["outcome"] != "skipped" for t in self.tests.values())
+        ran = any(t["outcome"] not in ("skipped", DESELECTED) for t in self.tests.values())
         run = RunEntry(
             command="pytest " + " ".join(self.config.invocation_params.args),
             started_at=self.started,
