@@ -180,5 +180,5 @@ def test_the_html_report_of_a_real_run_renders_in_headless_chromium(tmp_path, py
     assert shot.returncode == 0 and (out / "report.png").stat().st_size > 10_000, shot.stderr
     kept = report_dir(pytestconfig) / "browser"  # beside this run's own reports (CI uploads)
     kept.mkdir(parents=True, exist_ok=True)
-    for name in ("report.html", "report.png"):
+    for name in ("report.json", "report.html", "report.png"):
         shutil.copy(out / name, kept / name)

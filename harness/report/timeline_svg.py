@@ -8,7 +8,7 @@ from html import escape
 
 from harness.report.model import DeploymentEntry, Mark
 
-WIDTH, LANE, LABEL, PAD = 960, 34, 170, 16
+WIDTH, LANE, LABEL, PAD, RADIUS = 960, 34, 170, 16, 6
 COLOURS = {
     "process-start": "#6b7280",
     "serving": "#2563eb",
@@ -50,9 +50,14 @@ def render(deployment: DeploymentEntry) -> str:
         parts.append(
             f'<line x1="{LABEL}" y1="{mid}" x2="{WIDTH - PAD}" y2="{mid}" stroke="#d1d5db"/>'
         )
-        for mark in marks:
+        placed: list[float] = []
+        for mark in sorted(marks, key=lambda m: m.at):
             x = LABEL + PAD + usable * (mark.at - start) / span
-            parts.append(_mark(mark, x, mid, mark.at - start))
+            # Marks of one instant side by side in height, so each keeps its own hover.
+            crowd = sum(1 for other in placed if abs(other - x) < 2 * RADIUS)
+            placed.append(x)
+            y = mid + (0 if crowd == 0 else (-1) ** crowd * min(crowd, 2) * RADIUS * 0.8)
+            parts.append(_mark(mark, x, y, mark.at - start))
         parts.append("</g>")
     axis_y = PAD + len(lanes) * LANE + 14
     parts.append(
@@ -77,6 +82,6 @@ def _mark(mark: Mark, x: float, y: float, offset: float) -> str:
             f'M{x - 6} {y + 6} L{x + 6} {y - 6}" stroke="{colour}" stroke-width="3"/></g>'
         )
     return (
-        f'<g class="mark {escape(mark.what)}">{tip}<circle cx="{x:.1f}" cy="{y}" r="6" '
+        f'<g class="mark {escape(mark.what)}">{tip}<circle cx="{x:.1f}" cy="{y:.1f}" r="{RADIUS}" '
         f'fill="{colour}"/></g>'
     )
