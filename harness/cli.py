@@ -23,7 +23,6 @@ from harness.history.run import CONFORMANCE_TESTS, outcome
 from harness.up import command as up_command
 
 ROOT = Path(__file__).resolve().parent.parent
-REPORT_DIR = ROOT / "reports"
 
 
 def topologies_table(catalogue: Catalogue | None = None) -> str:
@@ -123,19 +122,21 @@ def summarise(junit: Path) -> str:
 def conformance(args: list[str]) -> int:
     import pytest
 
-    from harness.report import remove_reports
+    from harness.report import default_report_dir, remove_reports
 
-    REPORT_DIR.mkdir(exist_ok=True)
-    junit = REPORT_DIR / "conformance.xml"
-    junit.unlink(missing_ok=True)
-    remove_reports(REPORT_DIR)  # even pytest's own usage errors leave no older report
+    reports = default_report_dir()
+    reports.mkdir(parents=True, exist_ok=True)
+    junit = reports / "conformance.xml"
+    if not {"-h", "--help", "--version"} & set(args):  # those are not runs: nothing touched
+        junit.unlink(missing_ok=True)
+        remove_reports(reports)  # even pytest's own usage errors leave no older report
     code = pytest.main([CONFORMANCE_TESTS, f"--junitxml={junit}", "-o", "junit_logging=no", *args])
     if junit.exists():
         print("\n=== conformance report ===")
         print(summarise(junit))
         print(f"(JUnit XML with per-worker timelines: {junit})")
-    if (REPORT_DIR / "report.html").exists():
-        print(f"(report.json, report.md, report.html: {REPORT_DIR})")
+    if (reports / "report.html").exists():
+        print(f"(report.json, report.md, report.html: {reports})")
     return int(code)
 
 

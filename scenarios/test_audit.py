@@ -138,7 +138,7 @@ def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
 @pytest.mark.timeout(240)
 def test_audit_names_the_mm_worker_that_never_registered(deployed, capsys, tmp_path):
     deployment = deployed(MM_ENCODE_PD, faults={"mm-worker": "skip-registration"})
-    code, out = etcd_audit(capsys, deployment, tmp_path)
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--grace", "2")
     assert code == 1, out
     assert "[never-registered] worker 'mm-worker'" in out
     instance = deployment.records(deployment.observer.state(), deployment.worker("mm-worker"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import time
 from html.parser import HTMLParser
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from harness.report import FILES, load_report, write_reports
 from harness.report.model import DeploymentEntry, Mark, RunEntry, WorkerEntry
 from harness.report.pytest_run import report_dir
-from tests.inner_pytest import run_pytest
+from tests.inner_pytest import ROOT, run_pytest, session_env
 
 CHROMIUM = shutil.which("chromium")
 CHROMIUM_FLAGS = (
@@ -182,3 +183,20 @@ def test_the_html_report_of_a_real_run_renders_in_headless_chromium(tmp_path, py
     kept.mkdir(parents=True, exist_ok=True)
     for name in ("report.json", "report.html", "report.png"):
         shutil.copy(out / name, kept / name)
+
+
+@pytest.mark.nightly
+def test_conformance_after_a_usage_error_leaves_no_report(tmp_path):
+    out = tmp_path / "reports"
+    write_reports(_run(), out)
+    (out / "conformance.xml").write_text("<testsuites/>")
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "conformance", "--inject-fault", "nobody=x"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=session_env(HARNESS_REPORT_DIR=str(out)),
+    )
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert not [p.name for p in out.iterdir()], done.stdout

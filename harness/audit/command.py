@@ -14,14 +14,13 @@ from harness import catalogue as catalogue_module
 from harness.audit.frontend import read_frontend
 from harness.audit.observe import Observed, Unreachable, observe, open_source
 from harness.judge.discovered import AuditedDeployment, FrontendView, judge_discovery
-from harness.report import write_reports
+from harness.report import default_report_dir, write_reports
 from harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry
 from harness.report.observed import card_fields, from_audit
 from harness.runtime import dynamo_env
 from harness.topology import Topology, UnsupportedRelease
 
 CONFORMANT, VIOLATIONS, UNUSABLE = 0, 1, 2
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -86,7 +85,7 @@ def audit_command(args: argparse.Namespace) -> int:
         print(f"audit: nothing serves or is registered in {scope}")
     else:
         print(f"audit: {len(failed)} of {len(audited)} deployment(s) not conformant")
-    out = Path(args.report_dir) if args.report_dir else ROOT / "reports"
+    out = Path(args.report_dir) if args.report_dir else default_report_dir()
     run = RunEntry(
         command="python -m harness audit " + " ".join(sys.argv[2:]),
         started_at=started,

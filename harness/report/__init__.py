@@ -13,6 +13,14 @@ from harness.report.model import RunEntry, as_dict, run_from_dict
 
 FILES = ("report.json", "report.md", "report.html")
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+REPORT_DIR_ENV = "HARNESS_REPORT_DIR"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def default_report_dir() -> Path:
+    """reports/ in the project, or HARNESS_REPORT_DIR."""
+    chosen = os.environ.get(REPORT_DIR_ENV)
+    return Path(chosen) if chosen else ROOT / "reports"
 
 
 def write_reports(run: RunEntry, out_dir: Path) -> list[Path]:
@@ -40,4 +48,11 @@ def load_report(path: Path) -> RunEntry:
     return run_from_dict(json.loads(path.read_text()))
 
 
-__all__ = ["FILES", "RunEntry", "load_report", "remove_reports", "write_reports"]
+__all__ = [
+    "FILES",
+    "RunEntry",
+    "default_report_dir",
+    "load_report",
+    "remove_reports",
+    "write_reports",
+]

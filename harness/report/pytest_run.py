@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import socket
 import time
 from pathlib import Path
@@ -18,11 +17,9 @@ from pathlib import Path
 import pytest
 
 from harness.deployment.timeline import HEADER
-from harness.report import remove_reports, write_reports
+from harness.report import default_report_dir, remove_reports, write_reports
 from harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry, deployment_from_dict
 
-ROOT = Path(__file__).resolve().parents[2]
-REPORT_DIR_ENV = "HARNESS_REPORT_DIR"
 DESELECTED = "deselected"
 DEPLOYMENT_REPORT, TIMELINE_ROW, KNOWN_VIOLATION = (
     "deployment_report",
@@ -34,14 +31,15 @@ DEPLOYMENT_REPORT, TIMELINE_ROW, KNOWN_VIOLATION = (
 def add_option(group: pytest.OptionGroup) -> None:
     group.addoption(
         "--report-dir",
-        default=os.environ.get(REPORT_DIR_ENV),
-        help="where report.json, report.md and report.html go (default: reports/)",
+        default=None,
+        help="where report.json, report.md and report.html go (default: HARNESS_REPORT_DIR, "
+        "else reports/)",
     )
 
 
 def report_dir(config: pytest.Config) -> Path:
     chosen = config.getoption("report_dir", None)
-    return Path(chosen) if chosen else ROOT / "reports"
+    return Path(chosen) if chosen else default_report_dir()
 
 
 def is_a_run(config: pytest.Config) -> bool:
