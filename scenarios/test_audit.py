@@ -26,7 +26,14 @@ from harness.deployment import FILE, Deployment, Planes, Session
 from harness.plugin import topology_param
 from harness.runtime.spawn import FRESH
 from harness.topology import Topology
-from harness.violations import INTERNAL_ADVERTISED, NEVER_REGISTERED, ContractFailure
+from harness.violations import (
+    BAD_RESPONSE,
+    INTERNAL_ADVERTISED,
+    NEEDS_UNMET,
+    NEVER_REGISTERED,
+    WRONG_CARD,
+    ContractFailure,
+)
 from scenarios.catalogue import AGGREGATED, CATALOGUE, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]
@@ -217,6 +224,40 @@ def test_each_skipped_registration_is_named_as_the_self_test_names_it(
     named = f"[{NEVER_REGISTERED}] worker '{role_seen_by_discovery(topology, role)}'"
     assert code == 1 and named in out, out
     assert "needs-not-met" not in out  # the peer's unmet need is this same finding
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize(("topology", "role"), SKIP_CASES)
+def test_told_the_topology_the_audit_names_the_self_tests_role(
+    topology, role, deployed, capsys, tmp_path
+):
+    deployment = deployed(topology, faults={role: "skip-registration"})
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--topology", topology.name)
+    assert code == 1 and f"[{NEVER_REGISTERED}] worker '{role}'" in out, out
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_told_the_topology_a_wrong_worker_type_is_a_wrong_card(deployed, capsys, tmp_path):
+    """Unhinted, a card saying decode is believed (a decode worker missing its prefill);
+    told the deployment is aggregated, the audit reads it as the self-test does."""
+    deployment = deployed(AGGREGATED, faults={"worker": "wrong-worker-type"})
+    code, out = etcd_audit(capsys, deployment, tmp_path)
+    assert code == 1 and f"[{NEEDS_UNMET}] worker 'decode'" in out, out
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--topology", "aggregated")
+    assert code == 1 and f"[{WRONG_CARD}] worker 'worker'" in out, out
+    assert "worker_type 'decode', expected 'aggregated'" in out
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_a_probe_names_the_error_for_a_listed_model(deployed, capsys, tmp_path):
+    deployment = deployed(AGGREGATED, faults={"worker": "handler-error"})
+    code, out = etcd_audit(capsys, deployment, tmp_path)
+    assert code == 0, out  # no traffic without --probe: discovery and listing are right
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--probe")
+    assert code == 1 and f"[{BAD_RESPONSE}]" in out and "-> 500" in out, out
 
 
 @pytest.mark.nightly

@@ -1,6 +1,6 @@
 """`python -m harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace NS]
-[--grace S] [--probe] [--release V] [--report-dir DIR]`: exit 0 conformant, 1 violations,
-2 usage error or an unreachable store or frontend (one line)."""
+[--grace S] [--probe] [--release V] [--topology NAME] [--report-dir DIR]`: exit 0
+conformant, 1 violations, 2 usage error or an unreachable store or frontend (one line)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     audit.add_argument(
         "--release", default=None, help="contracts of this ai-dynamo release (default: installed)"
     )
+    audit.add_argument(
+        "--topology",
+        default=None,
+        metavar="NAME",
+        help="judge against this catalogue topology's contract instead of recognising each "
+        "deployment's topology from its cards (when you know what was deployed)",
+    )
     audit.add_argument("--report-dir", default=None, help="default: reports/")
 
 
@@ -62,6 +69,16 @@ def audit_command(args: argparse.Namespace) -> int:
     started = time.time()
     release = args.release or dynamo_env.active().version
     topologies = contracts(release)
+    if args.topology:
+        chosen = [t for t in topologies if t.name == args.topology]
+        if not chosen:
+            known = ", ".join(t.name for t in topologies)
+            print(
+                f"audit: no topology {args.topology!r} for ai-dynamo {release}; {known}",
+                file=sys.stderr,
+            )
+            return UNUSABLE
+        topologies = chosen
     try:
         source = open_source(args.etcd, args.file_store)
         seen = observe(source, args.grace)
