@@ -32,3 +32,17 @@ def run_pytest(
         timeout=timeout,
         env=session_env(**(env or {})),
     )
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`python -m harness ARGS` from the project root, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=session_env(**(env or {})),
+    )

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import time
 from html.parser import HTMLParser
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 from harness.report import FILES, load_report, write_reports
 from harness.report.model import DeploymentEntry, Mark, RunEntry, WorkerEntry
 from harness.report.pytest_run import report_dir
-from tests.inner_pytest import ROOT, run_pytest, session_env
+from tests.inner_pytest import run_cli, run_pytest
 
 CHROMIUM = shutil.which("chromium")
 CHROMIUM_FLAGS = (
@@ -190,13 +189,8 @@ def test_conformance_after_a_usage_error_leaves_no_report(tmp_path):
     out = tmp_path / "reports"
     write_reports(_run(), out)
     (out / "conformance.xml").write_text("<testsuites/>")
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "conformance", "--inject-fault", "nobody=x"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=session_env(HARNESS_REPORT_DIR=str(out)),
+    done = run_cli(
+        "conformance", "--inject-fault", "nobody=x", env={"HARNESS_REPORT_DIR": str(out)}
     )
     assert done.returncode == 4, done.stdout + done.stderr
     assert not [p.name for p in out.iterdir()], done.stdout
