@@ -142,7 +142,7 @@ def compare_card(worker: WorkerView, card: ModelCard, model_name: str) -> list[V
     worker's contract, under the LoRA's name)."""
     expected = worker.expected
     assert expected is not None, f"{worker.role} must not register: nothing to compare"
-    who = f"worker '{worker.role}' (pid {worker.pid})"
+    who = f"worker '{worker.role}' ({_identity(worker)})"
     problems: list[Violation] = []
     actual_types = _normalise_type(card.model_type)
     wanted_types = _normalise_type(expected.model_type)
@@ -184,6 +184,12 @@ def compare_card(worker: WorkerView, card: ModelCard, model_name: str) -> list[V
             )
         )
     return problems
+
+
+def _identity(worker: WorkerView) -> str:
+    """How a message names the process: its pid, or (a worker the harness did not start,
+    seen only in discovery) what its view says instead."""
+    return getattr(worker, "identity", None) or f"pid {worker.pid}"
 
 
 def _needs(needs: tuple[tuple[str, ...], ...]) -> str:

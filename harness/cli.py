@@ -6,6 +6,8 @@ python -m harness plan [--tier gpu|cpu] [--gpus N] [--gpu-memory GIB] [--json] [
 python -m harness models list|fetch [TOPOLOGY ... | -m EXPR] [--dry-run] [--model KEY=REF]
 python -m harness preflight [--allow-no-gpu] [--writable LABEL=PATH ...]
 python -m harness history [--releases 0.7.1,0.8.1,1.6.1] [--topology NAME ...] [--out DIR]
+python -m harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file FILE]
+python -m harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace NS] [--probe]
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 from harness import catalogue as catalogue_module
+from harness.audit import command as audit_command
 from harness.catalogue import Catalogue
 from harness.history.run import CONFORMANCE_TESTS, outcome
 from harness.runtime.gpus import memory_needed_gib
 from harness.runtime.tier import GPU, TIERS
+from harness.up import command as up_command
 
 ROOT = Path(__file__).resolve().parent.parent
-REPORT_DIR = ROOT / "reports"
 
 
 def topologies_table(catalogue: Catalogue | None = None) -> str:
@@ -118,13 +121,21 @@ def summarise(junit: Path) -> str:
 def conformance(args: list[str]) -> int:
     import pytest
 
-    REPORT_DIR.mkdir(exist_ok=True)
-    junit = REPORT_DIR / "conformance.xml"
+    from harness.report import default_report_dir, remove_reports
+
+    reports = default_report_dir()
+    reports.mkdir(parents=True, exist_ok=True)
+    junit = reports / "conformance.xml"
+    if not {"-h", "--help", "--version"} & set(args):  # those are not runs: nothing touched
+        junit.unlink(missing_ok=True)
+        remove_reports(reports)  # even pytest's own usage errors leave no older report
     code = pytest.main([CONFORMANCE_TESTS, f"--junitxml={junit}", "-o", "junit_logging=no", *args])
     if junit.exists():
         print("\n=== conformance report ===")
         print(summarise(junit))
         print(f"(JUnit XML with per-worker timelines: {junit})")
+    if (reports / "report.html").exists():
+        print(f"(report.json, report.md, report.html: {reports})")
     return int(code)
 
 
@@ -193,6 +204,8 @@ def _parser() -> argparse.ArgumentParser:
         help="the GPU job's checks (image, driver, GPUs, versions, etcd/NATS)",
         add_help=False,
     )
+    up_command.add_parser(commands)
+    audit_command.add_parser(commands)
     return parser
 
 
@@ -217,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
             from harness.runtime.model_fetch import models_command
 
             return models_command(catalogue_module.load(), args)
+        elif args.command == "up":
+            return up_command.up_command(args)
+        elif args.command == "audit":
+            return audit_command.audit_command(args)
         elif args.command == "history":
             from harness.history.command import history_command
 

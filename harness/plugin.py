@@ -21,7 +21,6 @@ import pytest
 
 from harness import catalogue, ports, usage
 from harness.deployment import Deployment, Session, Settings
-from harness.deployment.timeline import HEADER
 from harness.frontend import start_frontend
 from harness.history import record
 from harness.infra import PROVIDERS, Endpoints, select_provider
@@ -29,6 +28,9 @@ from harness.infra.local_process import LocalProcessProvider
 from harness.model_source import ModelSource, describe_models, model_source
 from harness.observer import DiscoveryObserver
 from harness.processes import install_cleanup_handlers
+from harness.report import pytest_run as report_run
+from harness.report.observed import from_deployment
+from harness.report.pytest_run import KNOWN_VIOLATION, TIMELINE_ROW
 from harness.requests import Reply
 from harness.runtime import dynamo_env, gpu_session, gpus, spawn, tier
 from harness.runtime.launch import template_env
@@ -144,6 +146,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="seconds from registration to the model listed and a request served "
         "(default: 10 CPU tier, 30 GPU tier)",
     )
+    report_run.add_option(group)
 
 
 TIER_KEY = pytest.StashKey[tier.TierChoice]()
@@ -157,6 +160,15 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
+    described = {
+        "release": dynamo_env.active().version,
+        "tier": chosen_tier(config),
+        "infra": config.getoption("infra"),
+        "spawn": config.getoption("spawn"),
+    }
+    config.pluginmanager.register(
+        report_run.RunReport(config, described), "discovery-harness-report"
+    )
     try:
         if config.getoption("dynamo_env"):
             chosen_env = dynamo_env.resolve(config.getoption("dynamo_env"))
@@ -165,6 +177,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[SPAWN_KEY] = spawn.spawn_mode(
             config.getoption("spawn"), chosen_tier(config), dynamo_env.active().own
         )
+        described["spawn"] = config.stash[SPAWN_KEY]
+        described["release"] = dynamo_env.active().version
         config.stash[FAULTS_KEY] = usage.injected_faults(
             config.getoption("inject_fault"), catalogue.load()
         )
@@ -178,7 +192,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[GPU_SHARE_KEY] = gpus.share(gpus.visible_gpus(), *gpus.xdist_position())
     if chosen_tier(config).gpus:
         config.stash[GPU_MEMORY_KEY] = gpu_session.start(config, config.stash[GPU_SHARE_KEY])
-    config.pluginmanager.register(_RunReport(), "discovery-harness-report")
     config.stash[PROGRESS_KEY] = _progress_sink(config)
     install_cleanup_handlers()
 
@@ -521,6 +534,9 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
             properties = request.node.user_properties
             properties += record.reply_properties(deployment.replies)
             properties += record.violation_properties(deployment.found)
+            properties.append(
+                report_run.deployment_property(from_deployment(deployment, request.node.nodeid))
+            )
             session.stops.submit(deployment.namespace, deployment.stop)
     if failures:
         raise failures[0]
@@ -593,34 +609,3 @@ def _record_timeline(request: pytest.FixtureRequest, deployment: Deployment) -> 
     for violation, reason in deployment.known_seen:
         observed = " ".join(violation.message.split())[:600]
         properties.append((KNOWN_VIOLATION, f"[{violation.kind}] {reason}; observed: {observed}"))
-
-
-TIMELINE_ROW, KNOWN_VIOLATION = "timeline_row", "known_violation"
-
-
-class _RunReport:
-    """Collects timelines and known violations from every test report, on the controller."""
-
-    def __init__(self) -> None:
-        self.timelines: list[tuple[str, str]] = []
-        self.known: list[tuple[str, str]] = []
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "teardown":
-            return
-        for name, value in report.user_properties:
-            if name == TIMELINE_ROW:
-                self.timelines.append((report.nodeid, str(value)))
-            elif name == KNOWN_VIOLATION:
-                self.known.append((report.nodeid, str(value)))
-
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.known:
-            terminalreporter.section("known violations of this Dynamo release (not failed)")
-            for nodeid, text in self.known:
-                terminalreporter.write_line(f"{nodeid}: {text}")
-        if self.timelines:
-            terminalreporter.section("registration timeline (seconds after each process start)")
-            terminalreporter.write_line(f"{'test':<60} {HEADER}")
-            for nodeid, row in self.timelines:
-                terminalreporter.write_line(f"{nodeid[-60:]:<60} {row}")

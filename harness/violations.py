@@ -18,6 +18,7 @@ BAD_CONTENT = "bad-response-content"
 NON_LOOPBACK = "non-loopback-address"
 REGISTERED_UNEXPECTEDLY = "registered-but-must-not"
 INTERFERENCE = "interference"
+NEEDS_UNMET = "needs-not-met"  # audit: a card needs a worker type no peer has
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from harness.runtime import gpus
@@ -15,7 +16,9 @@ PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
 
 def session_env(**extra: str) -> dict[str, str]:
     """This process's environment for an inner session, plus `extra`."""
-    return {**gpus.session_of_its_own(), **extra}
+    # Its reports go to a folder of its own, never over the outer run's reports/.
+    reports = {"HARNESS_REPORT_DIR": tempfile.mkdtemp(prefix="inner-reports-")}
+    return {**gpus.session_of_its_own(), **reports, **extra}
 
 
 def run_pytest(
@@ -23,6 +26,20 @@ def run_pytest(
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*PYTEST, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=session_env(**(env or {})),
+    )
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`python -m harness ARGS` from the project root, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,8 +1,9 @@
-"""Deploying a topology and judging it: start its workers, wait on discovery events, check
-the contract, send requests, disrupt it (a worker lost, a frontend restarted, etcd paused,
-LoRAs loaded), and stop it.
+"""Deploying a topology: start its workers, wait on discovery events, send requests, disrupt
+it (a worker lost, a frontend restarted, etcd paused, LoRAs loaded), and stop it. Judging
+what it observed is harness.judge's.
 
-`core.Deployment` is the deployment; `options`, `session` and `worker` the data it works on;
+`core.Deployment` is the deployment (launch, stop, kill, send); `readiness` its waits for
+registration and listing; `options`, `session` and `worker` the data it works on;
 `progress`, `listing`, `stops` and `timeline` what it reports while it runs; `disruption`,
 `lora` and `fingerprint` what tests do with one.
 """

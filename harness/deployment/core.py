@@ -14,18 +14,15 @@ import os
 import signal
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness import checks, ports
 from harness.deadline import Deadline
-from harness.deployment import diagnosis
+from harness.deployment import diagnosis, readiness
 from harness.deployment.listing import ListingWatch, await_listing
 from harness.deployment.options import (
     FILE,
     FRONTEND_MODES,
-    LATE,
-    NOT_READY_STATUSES,
     OWN,
     SHARED,
     TCP,
@@ -39,14 +36,16 @@ from harness.deployment.progress import (
     WorkerSample,
 )
 from harness.deployment.session import Session
-from harness.deployment.timeline import WorkerTimeline
+from harness.deployment.timeline import WorkerTimeline, worker_timelines
 from harness.deployment.worker import Worker
 from harness.discovery_sources import FileSource
 from harness.frontend import Frontend, start_frontend
 from harness.http_client import RecordingClient
+from harness.judge import deployment as judged
+from harness.judge.verdict import set_aside_known
 from harness.loopback import ProcessPorts
 from harness.observer import DiscoveryObserver, DiscoveryState
-from harness.processes import ManagedProcess, stop_all, without_colours
+from harness.processes import ManagedProcess, stop_all
 from harness.records import ModelCard
 from harness.requests import Reply, send
 from harness.runtime import dynamo_env, gpus
@@ -54,12 +53,6 @@ from harness.runtime.launch import WorkerSite, placeholders, worker_command
 from harness.runtime.spawn import FRESH, TEMPLATE_IMPORT_DEADLINE_S
 from harness.topology import Scenario, Topology, WorkerSpec
 from harness.violations import (
-    BAD_CONTENT,
-    BAD_RESPONSE,
-    LISTED_EARLY,
-    NEVER_LISTED,
-    NEVER_REGISTERED,
-    WORKER_EXITED,
     ContractFailure,
     Violation,
 )
@@ -133,18 +126,18 @@ class Deployment:
         self._env = {**plane_env, **(env or {})}  # on top of every worker's own (and frontend's)
         self.client = RecordingClient(base_url)
         self.replies: list[Reply] = []
-        self._frontend_log_offset = session.frontend.log_offset() if frontend == SHARED else 0
-        self._listing = ListingWatch(base_url, self.model_name, self._roles_without_card_in_etcd)
+        self.frontend_log_offset = session.frontend.log_offset() if frontend == SHARED else 0
+        self.listing = ListingWatch(base_url, self.model_name, self._roles_without_card_in_etcd)
         self._killed: set[str] = set()
         # Roles still alive a stop grace after kill(): SIGKILLed then (reported by the edges).
         self.escalated: list[str] = []
         self._retired: list[Worker] = []  # workers replaced by a restart
         self.strays: list[Worker] = []  # started into the namespace, not of the topology
         # Fresh processes here (spawn="fresh") get the fresh deadline, whatever the session's.
-        self._deadline = Deadline(
+        self.deadline = Deadline(
             session.settings.register_deadline(self.scenario, forked=self._spawner is not None)
         )
-        self._not_started: list[Violation] = []
+        self.not_started: list[Violation] = []
         self._gpus = (
             gpus.assign(self.scenario.placement, session.gpu_share)
             if session.settings.tier.gpus
@@ -157,6 +150,7 @@ class Deployment:
         # Set once a verdict was reached (readiness failed, or verify() ran): the deploy
         # fixture verifies every deployment that has none, whatever the test body did.
         self.verdict_given = False
+        self.verdict_at: float | None = None  # wall time of the verdict (the report's mark)
         self._ticker: ProgressTicker | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -169,7 +163,7 @@ class Deployment:
             # The template's own imports (once a session; slow on a cold page cache) are not
             # the workers' start: their deadline begins once the template can fork.
             self._spawner.wait_ready(Deadline(TEMPLATE_IMPORT_DEADLINE_S))
-            self._deadline = Deadline(self._deadline.seconds)
+            self.deadline = Deadline(self.deadline.seconds)
         if self.session.progress is not None:
             label = f"{self.topology.name}-{self.scenario.placement.name} {self.namespace}"
             progress = StartProgress(
@@ -185,11 +179,11 @@ class Deployment:
         for spec in first:
             self.workers.append(self._launch(spec))
         if self.topology.public_workers:
-            self._listing.start()
+            self.listing.start()
         for position, role in enumerate(order):
             self.workers.append(self._launch(self.topology.worker(role)))
             if position + 1 < len(order) and not self._await_turn(self.workers[-1]):
-                self._not_started = [
+                self.not_started = [
                     diagnosis.held_back(self.topology.worker(r).role, role)
                     for r in order[position + 1 :]
                 ]
@@ -231,7 +225,7 @@ class Deployment:
             )
         return Sample(
             tuple(samples),
-            listed=self._listing.listed_at is not None,
+            listed=self.listing.listed_at is not None,
             answered=any(e.status == 200 for e in list(self.client.exchanges)),
         )
 
@@ -257,7 +251,7 @@ class Deployment:
             spec,
             model_path=self.session.models(self.topology.name, spec.model),
             site=site,
-            timeout_s=self._deadline.seconds,
+            timeout_s=self.deadline.seconds,
             gpus=self._gpus.get(spec.role, ()),
             fault=fault,
             fault_delay_s=self.fault_delay_s,
@@ -290,8 +284,8 @@ class Deployment:
         card grace if it waits for peers before it serves (an encoder waits for its PD
         worker); False only if it exited."""
         explicit = self.order is not None
-        grace = min(self.session.settings.card_grace, self._deadline.remaining)
-        deadline = Deadline(grace) if explicit else self._deadline
+        grace = min(self.session.settings.card_grace, self.deadline.remaining)
+        deadline = Deadline(grace) if explicit else self.deadline
 
         def turn_taken(state: DiscoveryState) -> bool:
             records = self.records(state, worker)
@@ -299,11 +293,11 @@ class Deployment:
 
         def alive() -> None:
             if not worker.proc.alive():
-                raise _Exited(worker)
+                raise readiness.Exited(worker)
 
         try:
             taken = self.observer.wait_for(turn_taken, deadline, guard=alive)
-        except _Exited:
+        except readiness.Exited:
             return False
         return bool(taken) or explicit
 
@@ -341,7 +335,7 @@ class Deployment:
         self._stop_progress("stopped before it was ready")
         if self.frontend_mode != SHARED and self.frontend is not None:
             self.frontend.proc.stop(grace=10)
-        self._listing.stop()
+        self.listing.stop()
         if self.observer is not self.session.observer:
             self.observer.stop()
         everyone = [*self.workers, *self._retired, *self.strays]
@@ -403,8 +397,7 @@ class Deployment:
 
     def records(self, state: DiscoveryState, worker: Worker) -> checks.WorkerRecords:
         """A worker's keys in this namespace (see checks.records_for)."""
-        claimed = frozenset(w.tcp_port for w in self.workers if w.tcp_port is not None)
-        return checks.records_for(state, self.namespace, worker, claimed)
+        return judged.worker_records(state, self.namespace, worker, self.workers)
 
     def discovery_now(self) -> DiscoveryState:
         """This namespace's instances and cards, read from etcd directly (no watch lag)."""
@@ -445,7 +438,7 @@ class Deployment:
     def await_ready(self) -> Deployment:
         """Every worker registered as declared and every public model listed, or fail."""
         try:
-            violations = self._ready_violations()
+            violations = self._without_known(readiness.ready_violations(self))
         except BaseException as error:
             self._stop_progress(f"start interrupted: {type(error).__name__}")
             self.verdict_given = True
@@ -454,225 +447,18 @@ class Deployment:
             kinds = ", ".join(sorted({v.kind for v in violations}))
             self._stop_progress(f"not ready: {len(violations)} violation(s) ({kinds})")
             self.verdict_given = True
+            self.verdict_at = time.time()
             self.found += violations
             raise ContractFailure(self.topology.name, violations)
         self._stop_progress("ready")
         self.client.mark_ready()
         return self
 
-    def _ready_violations(self) -> list[Violation]:
-        violations = self._await_registration() + self._not_started
-        self._await_absent_settled()
-        if self.frontend_mode == LATE and not violations:
-            self.start_frontend()  # workers first: it must discover what is already there
-        state = self.observer.state()
-        violations += self._card_checks(state)
-        if not any(v.kind in (NEVER_REGISTERED, WORKER_EXITED) for v in violations):
-            violations += self._await_listing()
-        else:
-            violations += self._listed_early([])  # listed although a worker never registered
-        found_exits = [v for v in violations if v.kind == WORKER_EXITED]
-        violations += [
-            diagnosis.exited(
-                w, self.observer.state(), self.namespace, "readiness (it had registered)"
-            )
-            for w in self.workers
-            if not w.proc.alive() and not any(v.role == w.role for v in found_exits)
-        ]
-        return self._without_known(violations)
-
-    def _await_registration(self) -> list[Violation]:
-        settings = self.session.settings
-        deadline = self._deadline
-        observer = self.observer
-        serving_since: dict[str, float] = {}
-
-        def dead_worker() -> None:
-            for worker in self.workers:
-                if not worker.proc.alive():
-                    raise _Exited(worker)
-
-        registering = [w for w in self.workers if w.registers]
-
-        def probe(state: DiscoveryState) -> _Verdict | None:
-            records = {w.role: self.records(state, w) for w in registering}
-            if all(r.registered for r in records.values()):
-                return _Verdict([])
-            if all(r.serving for r in records.values()):
-                now = time.monotonic()
-                overdue = []
-                for worker in registering:
-                    if not records[worker.role].registered:
-                        since = serving_since.setdefault(worker.role, now)
-                        if now - since > settings.card_grace:
-                            overdue.append(worker)
-                return _Verdict(overdue) if overdue else None
-            return None
-
-        try:
-            verdict = observer.wait_for(probe, deadline, guard=dead_worker)
-        except _Exited as exited:
-            return [
-                diagnosis.exited(
-                    exited.worker, self.observer.state(), self.namespace, "its model card"
-                )
-            ]
-        if verdict is not None and not verdict.overdue:
-            return []
-        state = observer.state()
-        missing = (
-            verdict.overdue
-            if verdict
-            else [w for w in registering if not self.records(state, w).registered]
-        )
-        waited = (
-            f"{settings.card_grace:.0f} s after every peer was serving"
-            if verdict
-            else f"{deadline.seconds:.0f} s"
-        )
-        return [
-            diagnosis.never_registered(w, self.records(state, w), state, self.namespace, waited)
-            for w in missing
-        ]
-
-    def _await_absent_settled(self) -> None:
-        """Workers that must not register get the time to show it: until each has logged its
-        stay-out line, written keys anyway (a violation the card checks report), or exited;
-        at most the card grace."""
-        absent = [w for w in self.workers if w.expected is None]
-        if not absent:
-            return
-        logs = {
-            w.role: LogMilestones.matching(w.proc.log_path, w.spec.stays_out_log) for w in absent
-        }
-
-        def settled(state: DiscoveryState) -> bool:
-            return all(
-                self.records(state, w).instances
-                or not w.proc.alive()
-                or (logs[w.role] is not None and logs[w.role].poll())
-                for w in absent
-            )
-
-        grace = min(self.session.settings.card_grace, self._deadline.remaining)
-        self.observer.wait_for(settled, Deadline(grace))
-
-    def _card_checks(self, state: DiscoveryState) -> list[Violation]:
-        found: list[Violation] = []
-        for worker in self.workers:
-            records = self.records(state, worker)
-            found += checks.must_not_register(records, worker)
-            if worker.expected is not None:
-                for card in records.cards:
-                    found += checks.compare_card(worker, card, self.model_name)
-        found += checks.cards_without_instances(state, self.namespace)
-        found += checks.non_loopback_addresses(state, self.namespace)
-        found += self._interference(state)
-        return found
-
-    def _interference(self, state: DiscoveryState) -> list[Violation]:
-        """Keys in this namespace that none of its workers wrote (named when the stray is a
-        process the harness started on purpose)."""
-        ours = {i.key for w in self.workers for i in self.records(state, w).instances}
-        named = {w.tcp_port: w for w in self.strays if w.tcp_port is not None}
-        return checks.interference(state, self.namespace, ours, named)
-
     def _roles_without_card_in_etcd(self) -> list[str]:
         """Roles with no card on a serving instance of theirs, now."""
         state = self.discovery_now()
         # A role is present once one of its processes has a card (one gateway child serves).
         return [w.role for w in self.workers if w.registers and not self.records(state, w).cards]
-
-    def _await_listing(self) -> list[Violation]:
-        """Listed in /v1/models, then a real request of the topology's first kind answered
-        200 (readiness is a served request, not an open port or a listing)."""
-        if not self.topology.public_workers:
-            return []
-        deadline = Deadline(self.session.settings.list_deadline)
-        public_role = self.topology.public_workers[0].role
-        if not self._listing.wait(deadline):
-            self._listing.stop()
-            probe = self.send_unrecorded(self.topology.requests[0])
-            return [
-                Violation(
-                    NEVER_LISTED,
-                    public_role,
-                    f"model '{self.model_name}' never appeared in GET /v1/models within "
-                    f"{deadline.seconds:.0f} s of every worker registering; a "
-                    f"{probe.kind} request got {probe.status}: {probe.body[:300]}\n"
-                    f"{diagnosis.keys_summary(self.observer.state(), self.namespace)}",
-                )
-            ]
-        probes = self._probe_until_served(deadline)
-        found = self._listed_early(probes)
-        if not probes or probes[-1].status != 200:
-            last = probes[-1] if probes else None
-            found.append(
-                Violation(
-                    BAD_RESPONSE,
-                    public_role,
-                    f"model '{self.model_name}' is listed but never served a "
-                    f"{self.topology.requests[0]} request within {deadline.seconds:.0f} s; "
-                    "last answer: "
-                    f"{last.describe() if last else 'none'}",
-                )
-            )
-        return found
-
-    def _probe_until_served(self, deadline: Deadline) -> list[Reply]:
-        probes: list[Reply] = []
-        guard = self.workers[0].proc
-        while not deadline.expired:
-            probes.append(self.send_unrecorded(self.topology.requests[0]))
-            # 404 and 503 say "not ready yet"; anything else is the answer.
-            if probes[-1].status not in NOT_READY_STATUSES:
-                break
-            if not all(w.proc.alive() for w in self.workers):
-                break
-            guard.popen_wait(deadline.slice(0.1))
-        return probes
-
-    def _listed_early(self, probes: list[Reply]) -> list[Violation]:
-        evidence = []
-        missing = set(self._listing.missing_when_listed)
-        present = [
-            w.expected for w in self.workers if w.expected is not None and w.role not in missing
-        ]
-        if missing and not checks.servable(present):
-            evidence.append(
-                # A card counts once its worker's instance serves (0.7 wrote cards first).
-                "etcd had no serving instance with a model card yet for "
-                + ", ".join(f"'{r}'" for r in self._listing.missing_when_listed)
-                + " when the model first appeared in /v1/models (the frontend's own view "
-                + f"then: {self._listing.ready_when_listed})"
-            )
-        # Once listed, a model must serve: a 404 or a 503 then means it was listed early.
-        refused = [p for p in probes if p.status in NOT_READY_STATUSES]
-        if refused:
-            statuses = "/".join(sorted({str(p.status) for p in refused}))
-            evidence.append(
-                f"{len(refused)} request(s) for the listed model got {statuses} "
-                f"({refused[0].body[:120]}); the frontend's log meanwhile:\n"
-                f"{self._frontend_log_tail()}"
-            )
-        if not evidence:
-            return []
-        return [
-            Violation(
-                LISTED_EARLY,
-                None,
-                f"model '{self.model_name}' was listed before its topology could serve it: "
-                + "; ".join(evidence)
-                + "; clients see the model but their requests fail",
-            )
-        ]
-
-    def _frontend_log_tail(self, lines: int = 15) -> str:
-        """The last lines the frontend wrote since this deployment started: its own reason
-        for a refusal (a transient window is gone by the time anyone reads a CI log)."""
-        written = self.frontend.log_since(self._frontend_log_offset) if self.frontend else ""
-        tail = without_colours(written).strip().splitlines()[-lines:]
-        return "\n".join(f"  {line}" for line in tail) if tail else "  (nothing)"
 
     # -- traffic and verdict ---------------------------------------------------------------
     def send(self, kind: str, model: str | None = None) -> Reply:
@@ -696,84 +482,44 @@ class Deployment:
                         worker, self.observer.state(), self.namespace, "nothing (it had registered)"
                     )
                 )
-        violations += checks.bad_exchanges(self.client.exchanges)
-        violations += [
-            Violation(BAD_CONTENT, None, f"request judged bad: {r.describe()}")
-            for r in self.replies
-            if not r.ok and r.status == 200
-        ]
-        frontend_log = self.frontend.log_since(self._frontend_log_offset) if self.frontend else ""
-        violations += checks.incompatible_workers(frontend_log, self.model_name)
-        ns = self.namespace
-        state = self.discovery_now()
-        for worker in self.workers:
-            violations += checks.must_not_register(self.records(state, worker), worker)
-        violations += self._interference(state)
-        violations += checks.cards_without_instances(state, ns)
-        violations += checks.non_loopback_addresses(state, ns)
+        frontend_log = self.frontend.log_since(self.frontend_log_offset) if self.frontend else ""
+        violations += judged.after_ready(
+            self.discovery_now(),
+            self.namespace,
+            self.model_name,
+            self.workers,
+            self.strays,
+            self.client.exchanges,
+            self.replies,
+            frontend_log,
+        )
         violations = self._without_known(violations)
+        self.verdict_at = time.time()
         if violations:
             self.found += violations
             raise ContractFailure(self.topology.name, violations)
 
     def _without_known(self, violations: list[Violation]) -> list[Violation]:
         """Set aside the violations this Dynamo release is declared to show (unless strict)."""
-        if self.strict:
-            return violations
-        version = dynamo_version()
-        kept = []
-        for violation in violations:
-            known = next(
-                (
-                    k
-                    for k in self.topology.known_violations
-                    if k.kind == violation.kind and k.applies_to(version)
-                ),
-                None,
-            )
-            if known is None:
-                kept.append(violation)
-            else:
-                self.known_seen.append((violation, known.reason))
-        return kept
-
-    # -- timeline --------------------------------------------------------------------------
-    def timeline(self) -> list[WorkerTimeline]:
-        observer = self.observer
-        state = observer.state()
-        first_ok = next(
-            (e.wall_time for e in self.client.exchanges if e.status == 200 and e.after_ready),
-            None,
+        verdict = set_aside_known(
+            violations, self.topology.known_violations, dynamo_version(), self.strict
         )
-        rows = []
-        for worker in self.workers:
-            records = self.records(state, worker)
-            instance = observer.first_put(records.generate.key) if records.generate else None
-            card = observer.first_put(records.card.key) if records.card else None
-            rows.append(
-                WorkerTimeline(
-                    role=worker.role,
-                    pid=worker.pid,
-                    started=worker.proc.started_wall,
-                    instance_at=instance.wall_time if instance else None,
-                    card_at=card.wall_time if card else None,
-                    listed_at=self._listing.listed_at,
-                    first_ok_at=first_ok,
-                )
-            )
-        return rows
+        self.known_seen += verdict.known
+        return list(verdict.violations)
+
+    def timeline(self) -> list[WorkerTimeline]:
+        return worker_timelines(self)
+
+    @property
+    def listed_at(self) -> float | None:
+        """Wall time the model first appeared in GET /v1/models (None: not seen listed)."""
+        return self.listing.listed_at
+
+    @property
+    def ready_when_listed(self) -> str:
+        return self.listing.ready_when_listed
 
 
 def dynamo_version() -> str:
     """The release the run drives (see harness.runtime.dynamo_env)."""
     return dynamo_env.active().version
-
-
-@dataclass
-class _Verdict:
-    overdue: list[Worker]
-
-
-class _Exited(Exception):
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker

@@ -10,7 +10,6 @@ from harness.runtime.spawn import FRESH, ZYGOTE
 from harness.runtime.tier import CPU, TierPolicy
 from harness.topology import Scenario
 
-NOT_READY_STATUSES = (404, 503)
 # Which frontend a deployment talks to: the session's, its own from the start, or its own
 # started only once every worker has registered (discovery of what is already there).
 SHARED, OWN, LATE = "shared", "own", "late"

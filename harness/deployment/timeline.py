@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.deployment.core import Deployment
 
 
 @dataclass
@@ -34,3 +38,30 @@ class WorkerTimeline:
 HEADER = f"{'role':<18} {'pid':>7} " + " ".join(
     f"{h:>9}" for h in ("instance", "card", "listed", "first_200")
 )
+
+
+def worker_timelines(deployment: Deployment) -> list[WorkerTimeline]:
+    """Each worker's steps, from the observer's first puts and the client's exchanges."""
+    observer = deployment.observer
+    state = observer.state()
+    first_ok = next(
+        (e.wall_time for e in deployment.client.exchanges if e.status == 200 and e.after_ready),
+        None,
+    )
+    rows = []
+    for worker in deployment.workers:
+        records = deployment.records(state, worker)
+        instance = observer.first_put(records.generate.key) if records.generate else None
+        card = observer.first_put(records.card.key) if records.card else None
+        rows.append(
+            WorkerTimeline(
+                role=worker.role,
+                pid=worker.pid,
+                started=worker.proc.started_wall,
+                instance_at=instance.wall_time if instance else None,
+                card_at=card.wall_time if card else None,
+                listed_at=deployment.listed_at,
+                first_ok_at=first_ok,
+            )
+        )
+    return rows

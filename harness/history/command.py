@@ -9,6 +9,7 @@ from pathlib import Path
 from harness.catalogue import Catalogue
 from harness.history import table
 from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, run_release
+from harness.report.merge import write_merged_reports
 
 
 def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
@@ -30,4 +31,5 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
     (out_dir / "history.json").write_text(table.as_json(runs))
     print(text)
     print(f"(written: {out_dir / 'history.md'}, {out_dir / 'history.json'})")
+    write_merged_reports([out_dir / r / "report.json" for r in releases], out_dir)
     return 1 if any(run.error for run in runs) else 0

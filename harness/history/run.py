@@ -69,6 +69,7 @@ def run_release(
         "-m",
         "not selftest",
         f"--junitxml={junit}",
+        f"--report-dir={out_dir / release}",
         "-o",
         "junit_logging=no",
         "-p",

@@ -1,0 +1,128 @@
+"""The verdict on a deployment whose workers are known: what each must register, what the
+frontend listed and when, what the requests got. Pure: the caller observed; this judges."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness import checks
+from harness.checks import WorkerRecords, WorkerView
+from harness.contract import ExpectedCard
+from harness.http_client import Exchange
+from harness.observer import DiscoveryState
+from harness.requests import Reply
+from harness.violations import BAD_CONTENT, LISTED_EARLY, Violation
+
+NOT_READY_STATUSES = (404, 503)  # "not ready yet" from the frontend; after listing, a fault
+
+
+def worker_records(
+    state: DiscoveryState, namespace: str, worker: WorkerView, workers: Sequence[WorkerView]
+) -> WorkerRecords:
+    """A worker's keys in the namespace (see checks.records_for): the ports the other
+    workers were given are theirs."""
+    claimed = frozenset(w.tcp_port for w in workers if w.tcp_port is not None)
+    return checks.records_for(state, namespace, worker, claimed)
+
+
+def card_violations(
+    state: DiscoveryState,
+    namespace: str,
+    model_name: str,
+    workers: Sequence[WorkerView],
+    strays: Sequence[WorkerView] = (),
+) -> list[Violation]:
+    """Every worker's cards against its contract, then what the namespace holds besides."""
+    found: list[Violation] = []
+    for worker in workers:
+        records = worker_records(state, namespace, worker, workers)
+        found += checks.must_not_register(records, worker)
+        if worker.expected is not None:
+            for card in records.cards:
+                found += checks.compare_card(worker, card, model_name)
+    found += checks.cards_without_instances(state, namespace)
+    found += checks.non_loopback_addresses(state, namespace)
+    found += interference(state, namespace, workers, strays)
+    return found
+
+
+def interference(
+    state: DiscoveryState,
+    namespace: str,
+    workers: Sequence[WorkerView],
+    strays: Sequence[WorkerView] = (),
+) -> list[Violation]:
+    """Keys in the namespace that none of its workers wrote (named when the stray is a
+    process the harness started on purpose)."""
+    ours = {i.key for w in workers for i in worker_records(state, namespace, w, workers).instances}
+    named = {w.tcp_port: w for w in strays if w.tcp_port is not None}
+    return checks.interference(state, namespace, ours, named)
+
+
+def listed_early(
+    model_name: str,
+    missing_when_listed: Sequence[str],
+    ready_when_listed: str,
+    present: Sequence[ExpectedCard],
+    probes: Sequence[Reply],
+    frontend_log_tail: str,
+) -> list[Violation]:
+    """Listed before its topology could serve: a role's card was missing from discovery when
+    the model first appeared in /v1/models (and the cards present could not serve it), or a
+    request for the listed model got 404/503."""
+    evidence = []
+    if missing_when_listed and not checks.servable(list(present)):
+        evidence.append(
+            # A card counts once its worker's instance serves (0.7 wrote cards first).
+            "etcd had no serving instance with a model card yet for "
+            + ", ".join(f"'{r}'" for r in missing_when_listed)
+            + " when the model first appeared in /v1/models (the frontend's own view "
+            + f"then: {ready_when_listed})"
+        )
+    refused = [p for p in probes if p.status in NOT_READY_STATUSES]
+    if refused:
+        statuses = "/".join(sorted({str(p.status) for p in refused}))
+        evidence.append(
+            f"{len(refused)} request(s) for the listed model got {statuses} "
+            f"({refused[0].body[:120]}); the frontend's log meanwhile:\n"
+            f"{frontend_log_tail}"
+        )
+    if not evidence:
+        return []
+    return [
+        Violation(
+            LISTED_EARLY,
+            None,
+            f"model '{model_name}' was listed before its topology could serve it: "
+            + "; ".join(evidence)
+            + "; clients see the model but their requests fail",
+        )
+    ]
+
+
+def after_ready(
+    state: DiscoveryState,
+    namespace: str,
+    model_name: str,
+    workers: Sequence[WorkerView],
+    strays: Sequence[WorkerView],
+    exchanges: Sequence[Exchange],
+    replies: Sequence[Reply],
+    frontend_log: str,
+) -> list[Violation]:
+    """What went wrong once the deployment was ready: refused or bad answers, workers the
+    frontend rejected, and discovery's state now."""
+    violations = checks.bad_exchanges(list(exchanges))
+    violations += [
+        Violation(BAD_CONTENT, None, f"request judged bad: {r.describe()}")
+        for r in replies
+        if not r.ok and r.status == 200
+    ]
+    violations += checks.incompatible_workers(frontend_log, model_name)
+    for worker in workers:
+        records = worker_records(state, namespace, worker, workers)
+        violations += checks.must_not_register(records, worker)
+    violations += interference(state, namespace, workers, strays)
+    violations += checks.cards_without_instances(state, namespace)
+    violations += checks.non_loopback_addresses(state, namespace)
+    return violations

@@ -1,0 +1,138 @@
+"""Report entries from what was observed: a deployment the harness ran (watch events, the
+client's exchanges, its verdict) or one an audit judged."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.judge.discovered import AuditedDeployment
+from harness.judge.verdict import Verdict
+from harness.records import ModelCard
+from harness.report.model import DeploymentEntry, Mark, WorkerEntry
+from harness.violations import Violation
+
+if TYPE_CHECKING:
+    from harness.contract import ExpectedCard
+    from harness.deployment import Deployment
+
+
+def card_fields(card: ModelCard | ExpectedCard) -> dict[str, str]:
+    needs = " | ".join("+".join(group) for group in card.needs) or "-"
+    fields = {
+        "model_type": card.model_type,
+        "model_input": str(card.model_input),
+        "worker_type": card.worker_type,
+        "needs": needs,
+    }
+    if isinstance(card, ModelCard):
+        fields["model_name"] = card.model_name
+    else:
+        fields["public"] = "yes" if card.public else "internal"
+    return fields
+
+
+def _violations(found: list[Violation], role: str | None = None) -> list[dict[str, str]]:
+    return [{"kind": v.kind, "message": v.message} for v in found if v.role == role]
+
+
+def from_deployment(deployment: Deployment, test: str | None = None) -> DeploymentEntry:
+    observer = deployment.observer
+    state = observer.state()
+    found = list(deployment.found)
+    failed_roles = {v.role for v in found if v.role}
+    verdict_at = deployment.verdict_at
+    workers = []
+    for worker in deployment.workers:
+        records = deployment.records(state, worker)
+        events = [Mark(worker.proc.started_wall, "process-start", f"pid {worker.pid}")]
+        for what, record in (("serving", records.generate), ("card", records.card)):
+            put = observer.first_put(record.key) if record else None
+            if put is not None and record is not None:
+                events.append(Mark(put.wall_time, what, record.key))
+        mine = [v for v in found if v.role == worker.role]
+        if mine and verdict_at:
+            events.append(Mark(verdict_at, "violation", ", ".join(sorted({v.kind for v in mine}))))
+        workers.append(
+            WorkerEntry(
+                role=worker.role,
+                pid=worker.pid,
+                start_path=", ".join(worker.spec.start_paths),
+                component=worker.component,
+                instance=records.generate.key if records.generate else None,
+                expected=card_fields(worker.expected) if worker.expected else None,
+                observed=card_fields(records.card) if records.card else None,
+                events=events,
+                violations=_violations(found, worker.role),
+                log_path=str(worker.proc.log_path),
+                log_tail=worker.proc.log_tail() if worker.role in failed_roles else "",
+                failed=worker.role in failed_roles,
+            )
+        )
+    frontend = []
+    if deployment.listed_at is not None:
+        # What /ready said at that moment rides on the listed mark (one instant, one mark).
+        ready = f"; then {deployment.ready_when_listed}" if deployment.ready_when_listed else ""
+        frontend.append(Mark(deployment.listed_at, "listed", f"GET /v1/models{ready}"))
+    exchanges = list(deployment.client.exchanges)
+    first_ok = next((e for e in exchanges if e.status == 200), None)
+    for exchange in exchanges:
+        if exchange.status != 200:
+            detail = f"{exchange.method} {exchange.path} -> {exchange.status}"
+            frontend.append(Mark(exchange.wall_time, "answer", detail))
+    if first_ok is not None:
+        detail = f"{first_ok.method} {first_ok.path} -> 200"
+        frontend.append(Mark(first_ok.wall_time, "first-answer", detail))
+    unnamed = [v for v in found if not v.role]
+    if unnamed and verdict_at:
+        frontend.append(Mark(verdict_at, "violation", ", ".join(sorted({v.kind for v in unnamed}))))
+    verdict = Verdict(tuple(found), tuple(deployment.known_seen)).outcome
+    return DeploymentEntry(
+        name=test or deployment.namespace,
+        test=test,
+        topology=deployment.topology.name,
+        namespace=deployment.namespace,
+        model=deployment.model_name,
+        verdict=verdict,
+        started_at=min((w.events[0].at for w in workers), default=None),
+        workers=workers,
+        frontend=frontend,
+        answers=[
+            {"kind": r.kind, "status": r.status, "ok": r.ok, "problem": r.problem}
+            for r in deployment.replies
+        ],
+        violations=[{"kind": v.kind, "role": v.role, "message": v.message} for v in found],
+        known=[f"[{v.kind}] {reason}" for v, reason in deployment.known_seen],
+    )
+
+
+def from_audit(audited: AuditedDeployment) -> DeploymentEntry:
+    violations = list(audited.verdict.violations)
+    failed_roles = {v.role for v in violations if v.role}
+    workers = []
+    for worker in audited.workers:
+        events = [Mark(worker.first_seen, "serving", worker.instance.key)]
+        if worker.card is not None:
+            events.append(Mark(worker.first_seen, "card", worker.card.key))
+        workers.append(
+            WorkerEntry(
+                role=worker.role,
+                pid=None,
+                start_path="(not known from discovery)",
+                component=worker.component,
+                instance=worker.instance.key,
+                expected=card_fields(worker.expected) if worker.expected else None,
+                observed=card_fields(worker.card) if worker.card else None,
+                events=events,
+                violations=_violations(violations, worker.role),
+                failed=worker.role in failed_roles,
+            )
+        )
+    return DeploymentEntry(
+        name=f"{audited.namespace}/{audited.model or '-'}",
+        topology=audited.topology,
+        namespace=audited.namespace,
+        model=audited.model,
+        verdict=audited.verdict.outcome,
+        workers=workers,
+        violations=[{"kind": v.kind, "role": v.role, "message": v.message} for v in violations],
+    )

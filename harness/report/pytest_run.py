@@ -1,0 +1,131 @@
+"""The pytest side of the reports: each deployment's entry travels in its test's properties
+(xdist carries them to the controller), the controller writes the files at the end.
+
+A run starts by removing the previous run's files, so a usage error or an empty selection
+leaves none that could be read as this run's; `--help`, `--version` and `--collect-only`
+touch nothing (they are not runs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.deployment.timeline import HEADER
+from harness.report import default_report_dir, remove_reports, write_reports
+from harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry, deployment_from_dict
+
+DESELECTED = "deselected"
+DEPLOYMENT_REPORT, TIMELINE_ROW, KNOWN_VIOLATION = (
+    "deployment_report",
+    "timeline_row",
+    "known_violation",
+)
+
+
+def add_option(group: pytest.OptionGroup) -> None:
+    group.addoption(
+        "--report-dir",
+        default=None,
+        help="where report.json, report.md and report.html go (default: HARNESS_REPORT_DIR, "
+        "else reports/)",
+    )
+
+
+def report_dir(config: pytest.Config) -> Path:
+    chosen = config.getoption("report_dir", None)
+    return Path(chosen) if chosen else default_report_dir()
+
+
+def is_a_run(config: pytest.Config) -> bool:
+    option = config.option
+    return not (
+        getattr(option, "help", False)
+        or getattr(option, "version", False)
+        or getattr(option, "collectonly", False)
+    )
+
+
+def deployment_property(entry: object) -> tuple[str, str]:
+    return DEPLOYMENT_REPORT, json.dumps(dataclasses.asdict(entry), default=str)  # type: ignore[call-overload]
+
+
+class RunReport:
+    """Collects, on the controller, every test's outcome, deployments, timelines and known
+    violations; prints the summaries and writes the report files at the end."""
+
+    def __init__(self, config: pytest.Config, describe: dict[str, str]) -> None:
+        self.config = config
+        self.describe = describe  # release, tier, infra, spawn
+        self.started = time.time()
+        self.tests: dict[str, dict[str, object]] = {}
+        self.deployments: list[dict[str, object]] = []
+        self.timelines: list[tuple[str, str]] = []
+        self.known: list[tuple[str, str]] = []
+        if is_a_run(config) and not hasattr(config, "workerinput"):
+            remove_reports(report_dir(config))
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Named in the report too (a nightly topology the selection left out), not run."""
+        for item in items:
+            self.tests.setdefault(item.nodeid, {"id": item.nodeid, "outcome": DESELECTED})
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        test = self.tests.setdefault(report.nodeid, {"id": report.nodeid, "outcome": PASSED})
+        test["seconds"] = round(float(test.get("seconds", 0.0)) + report.duration, 3)  # type: ignore[arg-type]
+        if report.failed:
+            test["outcome"] = "failed" if report.when == "call" else "error"
+        elif report.skipped and test["outcome"] == PASSED:
+            test["outcome"] = "skipped"
+        if report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            if name == TIMELINE_ROW:
+                self.timelines.append((report.nodeid, str(value)))
+            elif name == KNOWN_VIOLATION:
+                self.known.append((report.nodeid, str(value)))
+            elif name == DEPLOYMENT_REPORT:
+                self.deployments.append(json.loads(str(value)))
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.known:
+            terminalreporter.section("known violations of this Dynamo release (not failed)")
+            for nodeid, text in self.known:
+                terminalreporter.write_line(f"{nodeid}: {text}")
+        if self.timelines:
+            terminalreporter.section("registration timeline (seconds after each process start)")
+            terminalreporter.write_line(f"{'test':<60} {HEADER}")
+            for nodeid, row in self.timelines:
+                terminalreporter.write_line(f"{nodeid[-60:]:<60} {row}")
+        written = getattr(self, "written", None)
+        if written:
+            terminalreporter.write_line(f"discovery harness: reports in {written}")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if hasattr(self.config, "workerinput") or not is_a_run(self.config):
+            return
+        if exitstatus in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
+            return
+        if not any(t["outcome"] != DESELECTED for t in self.tests.values()):  # empty selection
+            return
+        failed = any(t["outcome"] in ("failed", "error") for t in self.tests.values())
+        ran = any(t["outcome"] not in ("skipped", DESELECTED) for t in self.tests.values())
+        run = RunEntry(
+            command="pytest " + " ".join(self.config.invocation_params.args),
+            started_at=self.started,
+            finished_at=time.time(),
+            host=socket.gethostname(),
+            outcome=FAILED if failed else (PASSED if ran else NO_TESTS),
+            tests=list(self.tests.values()),
+            deployments=[deployment_from_dict(d) for d in self.deployments],
+            **self.describe,
+        )
+        out = report_dir(self.config)
+        write_reports(run, out)
+        self.written = out

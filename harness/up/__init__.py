@@ -1,0 +1,2 @@
+"""`python -m harness up TOPOLOGY`: one topology running until Ctrl-C, like `docker compose
+up`, started by the code the tests use (harness.deployment)."""

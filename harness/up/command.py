@@ -1,0 +1,133 @@
+"""`python -m harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file F]`.
+
+Starts the topology (infra, frontend, workers) with the tests' own code, prints where
+everything is, writes the env file once readiness is decided (served, or failed with the
+violations printed: an injected fault is the point when auditing), then stays up until
+Ctrl-C or SIGTERM and stops everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import tempfile
+import threading
+from pathlib import Path
+
+from harness import catalogue as catalogue_module
+from harness import ports, usage
+from harness.deployment import Deployment, Settings
+from harness.infra import PROVIDERS, InfraUnavailable
+from harness.processes import install_cleanup_handlers
+from harness.runtime import dynamo_env, spawn, tier
+from harness.up.session import standalone_session
+from harness.violations import ContractFailure
+
+USAGE_ERROR = 2
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    up = commands.add_parser(
+        "up", help="start one topology and keep it up until Ctrl-C (to poke at, or to audit)"
+    )
+    up.add_argument("topology", help="a topology of the catalogue (python -m harness topologies)")
+    up.add_argument("--inject-fault", action="append", default=[], metavar="ROLE=FAULT")
+    up.add_argument("--fault-delay", type=float, default=0.0, help="delayed-registration's s")
+    up.add_argument("--infra", default="auto", choices=["auto", *PROVIDERS])
+    up.add_argument("--tier", default="auto", choices=["auto", *tier.TIERS])
+    up.add_argument("--spawn", default="auto", choices=["auto", *spawn.SPAWN_MODES])
+    up.add_argument("--port-range", default=os.environ.get("HARNESS_PORT_RANGE"))
+    up.add_argument("--workdir", default=None, help="logs and infra data (default: a temp dir)")
+    up.add_argument(
+        "--env-file",
+        default=None,
+        help="write ETCD_ENDPOINTS, NATS_SERVER, FRONTEND_URL, NAMESPACE, MODEL (and "
+        "HARNESS_VERDICT) as shell variables here once readiness is decided",
+    )
+
+
+def up_command(args: argparse.Namespace) -> int:
+    catalogue = catalogue_module.load()
+    try:
+        chosen = tier.choose(args.tier).tier
+        version = dynamo_env.active().version
+        topology = catalogue.topology(args.topology).for_release(version)
+        faults = usage.injected_faults(args.inject_fault, catalogue)
+        strangers = sorted(set(faults) - {w.role for w in topology.workers})
+        if strangers:
+            raise ValueError(f"--inject-fault: {topology.name} has no role {strangers}")
+        if faults and not chosen.fault_injection:
+            raise ValueError("--inject-fault needs the CPU tier (faults live in its launcher)")
+        if args.port_range:
+            ports.use_range(args.port_range)
+        mode = spawn.spawn_mode(args.spawn, chosen, dynamo_env.active().own)
+    except (KeyError, ValueError, LookupError) as bad:
+        print(f"harness up: {bad.args[0] if bad.args else bad}", flush=True)
+        return USAGE_ERROR
+    stop = threading.Event()
+    install_cleanup_handlers()  # atexit: nothing left even on an unexpected exit
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="harness-up-"))
+    settings = Settings(tier=chosen, spawn=mode)
+    try:
+        with standalone_session(args.infra, settings, workdir) as session:
+            deployment = Deployment(
+                topology, session, faults=faults, fault_delay_s=args.fault_delay, strict=True
+            )
+            try:
+                verdict = _start(deployment)
+                _announce(deployment, verdict, args.env_file)
+                stop.wait()
+                print("harness up: stopping ...", flush=True)
+            finally:
+                deployment.stop()
+    except InfraUnavailable as missing:
+        print(f"harness up: {missing}", flush=True)
+        return USAGE_ERROR
+    print("harness up: stopped; every process it started has exited", flush=True)
+    return 0
+
+
+def _start(deployment: Deployment) -> str:
+    deployment.start()
+    try:
+        deployment.await_ready()
+    except ContractFailure as failure:
+        print(f"harness up: NOT conformant (left running as it is):\n{failure}", flush=True)
+        return "violations"
+    return "conformant"
+
+
+def _announce(deployment: Deployment, verdict: str, env_file: str | None) -> None:
+    session = deployment.session
+    frontend = deployment.client.base_url
+    lines = [
+        f"harness up: {deployment.topology.name} is up ({verdict})",
+        f"  frontend   {frontend}",
+        f"  etcd       {session.endpoints.etcd}",
+        f"  nats       {session.endpoints.nats}",
+        f"  namespace  {deployment.namespace}",
+        f"  model      {deployment.model_name}",
+        *(
+            f"  worker     {w.role:<16} pid {w.pid:<8} log {w.proc.log_path}"
+            for w in deployment.workers
+        ),
+        f"  audit it:  python -m harness audit --etcd {session.endpoints.etcd} "
+        f"--frontend {frontend} --namespace {deployment.namespace}",
+        "  Ctrl-C (or SIGTERM) stops everything",
+    ]
+    print("\n".join(lines), flush=True)
+    if env_file:
+        values = {
+            "ETCD_ENDPOINTS": session.endpoints.etcd,
+            "NATS_SERVER": session.endpoints.nats,
+            "FRONTEND_URL": frontend,
+            "NAMESPACE": deployment.namespace,
+            "MODEL": deployment.model_name,
+            "HARNESS_VERDICT": verdict,
+        }
+        partial = Path(f"{env_file}.partial")
+        partial.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+        partial.replace(env_file)  # appears whole: a script waiting for it reads it complete

@@ -1,0 +1,308 @@
+"""`python -m harness audit` against real deployments, started by the code the tests use:
+conformant ones pass, each injected fault is named with the scenario self-test's kind and
+role, the file backend is audited through its store, an unreachable store is exit 2.
+
+By default: the #4486 shape and the unreachable store. Nightly: `up` + audit of aggregated
+(and Ctrl-C leaves nothing), every topology and the fault matrix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness import ports
+from harness.cli import main
+from harness.deadline import Deadline
+from harness.deployment import FILE, Deployment, Planes, Session
+from harness.plugin import topology_param
+from harness.runtime.spawn import FRESH
+from harness.topology import Topology
+from harness.violations import (
+    BAD_RESPONSE,
+    INTERNAL_ADVERTISED,
+    NEEDS_UNMET,
+    NEVER_REGISTERED,
+    WRONG_CARD,
+    ContractFailure,
+)
+from scenarios.catalogue import AGGREGATED, CATALOGUE, MM_ENCODE_PD
+
+pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]
+ROOT = Path(__file__).resolve().parent.parent
+UP_DEADLINE_S = 180.0
+
+
+@pytest.fixture
+def deployed(harness_session: Session) -> Iterator[Callable[..., Deployment]]:
+    """Start a topology as the deploy fixture does, readiness decided but not raised (an
+    injected fault is what the audit must find), stopped after the test."""
+    started: list[Deployment] = []
+
+    def start(topology, faults=None, **options) -> Deployment:
+        deployment = Deployment(topology, harness_session, faults=faults, strict=True, **options)
+        started.append(deployment)
+        deployment.start()
+        with contextlib.suppress(ContractFailure):
+            deployment.await_ready()
+        return deployment
+
+    yield start
+    for deployment in started:
+        harness_session.stops.submit(deployment.namespace, deployment.stop)
+
+
+def audit(capsys, *args: str) -> tuple[int, str]:
+    code = main(["audit", *args])
+    return code, capsys.readouterr().out
+
+
+def etcd_audit(capsys, deployment: Deployment, tmp_path: Path, *extra: str) -> tuple[int, str]:
+    return audit(
+        capsys,
+        "--etcd",
+        deployment.session.endpoints.etcd,
+        "--frontend",
+        deployment.client.base_url,
+        "--namespace",
+        deployment.namespace,
+        "--report-dir",
+        str(tmp_path / "reports"),
+        *extra,
+    )
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(300)
+def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
+    env_file = tmp_path / "up.env"
+    up = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "up",
+            "aggregated",
+            "--env-file",
+            str(env_file),
+            "--workdir",
+            str(tmp_path / "up"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output = _read_until(up, "Ctrl-C (or SIGTERM) stops everything", Deadline(UP_DEADLINE_S))
+        values = dict(line.split("=", 1) for line in env_file.read_text().splitlines())
+        assert values["HARNESS_VERDICT"] == "conformant", output
+        tree = psutil.Process(up.pid).children(recursive=True)
+        assert len(tree) >= 4, output  # etcd, NATS, frontend, worker (and the template)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "audit",
+                "--etcd",
+                values["ETCD_ENDPOINTS"],
+                "--frontend",
+                values["FRONTEND_URL"],
+                "--probe",
+                "--report-dir",
+                str(tmp_path / "reports"),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "recognised as aggregated: conformant" in done.stdout
+        up.send_signal(signal.SIGINT)
+        rest, _ = up.communicate(timeout=120)
+        assert up.returncode == 0, output + rest
+        assert "every process it started has exited" in rest
+        assert not [p.pid for p in tree if _alive(p)]
+    finally:
+        if up.poll() is None:
+            os.killpg(up.pid, signal.SIGKILL)
+            up.wait()
+
+
+@pytest.mark.pre_merge
+@pytest.mark.multimodal
+@pytest.mark.timeout(240)
+def test_audit_names_the_mm_worker_that_never_registered(deployed, capsys, tmp_path):
+    deployment = deployed(MM_ENCODE_PD, faults={"mm-worker": "skip-registration"})
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--grace", "2")
+    assert code == 1, out
+    assert "[never-registered] worker 'mm-worker'" in out
+    instance = deployment.records(deployment.observer.state(), deployment.worker("mm-worker"))
+    assert instance.generate is not None and f"{instance.generate.instance_id:x}" in out
+    assert "component 'backend'" in out
+    assert (tmp_path / "reports" / "report.json").exists()
+
+
+@pytest.mark.pre_merge
+def test_an_unreachable_store_or_frontend_is_exit_2_with_one_line(capsys, infra_endpoints):
+    closed = ports.allocate_one()
+    try:
+        code = main(["audit", "--etcd", f"http://127.0.0.1:{closed}"])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        code = main(
+            [
+                "audit",
+                "--etcd",
+                infra_endpoints.etcd,
+                "--frontend",
+                f"http://127.0.0.1:{closed}",
+                "--namespace",
+                "h-none",
+            ]
+        )
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "frontend" in err, err
+    finally:
+        ports.release([closed])
+
+
+CPU_TOPOLOGIES = [t for t in CATALOGUE if t.cpu_skip is None]
+
+
+@pytest.mark.nightly
+@pytest.mark.parametrize(
+    "topology", [topology_param(t, pytest.mark.timeout(300)) for t in CPU_TOPOLOGIES]
+)
+def test_every_topology_audits_conformant(topology, deployed, capsys, tmp_path):
+    deployment = deployed(topology)
+    assert not deployment.found, deployment.found
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--probe")
+    assert code == 0, out
+
+
+def _cards(topology: Topology) -> tuple[object, ...]:
+    return tuple((w.component, w.card) for w in topology.registering_workers)
+
+
+def role_seen_by_discovery(topology: Topology, role: str) -> str:
+    """Topologies whose cards are identical (mm-native-p-d and disaggregated differ only in
+    flags) cannot be told apart from discovery: the audit names the first one's roles."""
+    twin = next(t for t in CATALOGUE if _cards(t) == _cards(topology))
+    position = topology.registering_workers.index(topology.worker(role))
+    return twin.registering_workers[position].role
+
+
+SKIP_CASES = [
+    pytest.param(t, w.role, id=f"{t.name}-{w.role}", marks=topology_param(t).marks)
+    for t in CPU_TOPOLOGIES
+    for w in t.workers
+    if w.registers and (len(t.registering_workers) > 1 or t is AGGREGATED)
+]
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize(("topology", "role"), SKIP_CASES)
+def test_each_skipped_registration_is_named_as_the_self_test_names_it(
+    topology, role, deployed, capsys, tmp_path
+):
+    deployment = deployed(topology, faults={role: "skip-registration"})
+    assert {v.role for v in deployment.found if v.kind == NEVER_REGISTERED} == {role}
+    code, out = etcd_audit(capsys, deployment, tmp_path)
+    named = f"[{NEVER_REGISTERED}] worker '{role_seen_by_discovery(topology, role)}'"
+    assert code == 1 and named in out, out
+    assert "needs-not-met" not in out  # the peer's unmet need is this same finding
+    # Told what was deployed, the audit names the self-test's own role.
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--topology", topology.name)
+    assert code == 1 and f"[{NEVER_REGISTERED}] worker '{role}'" in out, out
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_told_the_topology_a_wrong_worker_type_is_a_wrong_card(deployed, capsys, tmp_path):
+    """Unhinted, a card saying decode is believed (a decode worker missing its prefill);
+    told the deployment is aggregated, the audit reads it as the self-test does."""
+    deployment = deployed(AGGREGATED, faults={"worker": "wrong-worker-type"})
+    code, out = etcd_audit(capsys, deployment, tmp_path)
+    assert code == 1 and f"[{NEEDS_UNMET}] worker 'decode'" in out, out
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--topology", "aggregated")
+    assert code == 1 and f"[{WRONG_CARD}] worker 'worker'" in out, out
+    assert "worker_type 'decode', expected 'aggregated'" in out
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_a_probe_names_the_error_for_a_listed_model(deployed, capsys, tmp_path):
+    deployment = deployed(AGGREGATED, faults={"worker": "handler-error"})
+    code, out = etcd_audit(capsys, deployment, tmp_path)
+    assert code == 0, out  # no traffic without --probe: discovery and listing are right
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--probe")
+    assert code == 1 and f"[{BAD_RESPONSE}]" in out and "-> 500" in out, out
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_an_internal_card_made_public_is_named(deployed, capsys, tmp_path):
+    deployment = deployed(MM_ENCODE_PD, faults={"mm-worker": "advertise-internal"})
+    code, out = etcd_audit(capsys, deployment, tmp_path)
+    assert code == 1 and f"[{INTERNAL_ADVERTISED}] worker 'mm-worker'" in out, out
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_a_late_card_within_the_grace_is_conformant(deployed, capsys, tmp_path):
+    deployment = deployed(AGGREGATED, faults={"worker": "delayed-registration"}, fault_delay_s=2)
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--grace", "30")
+    assert code == 0, out
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(400)
+def test_the_file_backend_is_audited_through_its_store(deployed, capsys, tmp_path):
+    # Fresh processes: the worker template read DYN_DISCOVERY_BACKEND=etcd at import.
+    healthy = deployed(AGGREGATED, planes=Planes(discovery=FILE), spawn=FRESH)
+    store = str(healthy.workdir / "discovery")
+    code, out = audit(capsys, "--file-store", store, "--report-dir", str(tmp_path / "r"))
+    assert code == 0 and "recognised as aggregated: conformant" in out, out
+    broken = deployed(
+        MM_ENCODE_PD,
+        faults={"mm-worker": "skip-registration"},
+        planes=Planes(discovery=FILE),
+        spawn=FRESH,
+    )
+    store = str(broken.workdir / "discovery")
+    code, out = audit(capsys, "--file-store", store, "--report-dir", str(tmp_path / "r"))
+    assert code == 1 and "[never-registered] worker 'mm-worker'" in out, out
+
+
+def _read_until(proc: subprocess.Popen, line: str, deadline: Deadline) -> str:
+    """The process's output up to `line` (each read wakes on output, not on a timer)."""
+    seen: list[str] = []
+    assert proc.stdout is not None
+    while not deadline.expired:
+        text = proc.stdout.readline()
+        if not text:
+            raise AssertionError("harness up exited early:\n" + "".join(seen))
+        seen.append(text)
+        if line in text:
+            return "".join(seen)
+    raise AssertionError(f"no {line!r} within {deadline.seconds:.0f} s:\n" + "".join(seen))
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -1,0 +1,54 @@
+"""The deployment's judge on hand-made observations: nothing in it needs a process."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
+from harness.judge import deployment as judged
+from harness.judge.verdict import CONFORMANT, FAILED, KNOWN, set_aside_known
+from harness.requests import Reply
+from harness.topology import KnownViolation
+from harness.violations import INTERFERENCE, LISTED_EARLY, WRONG_CARD, Violation
+from tests.fakes import NS, FakeWorker, card_entry, instance_entry, state
+
+pytestmark = pytest.mark.unit
+
+ENCODER = ExpectedCard(CHAT_COMPLETIONS, "Tokens", "encode", (("aggregated",),))
+MM_WORKER = ExpectedCard(EMPTY, "Tokens", "aggregated", (("encode",),), public=False)
+
+
+def test_listed_with_a_role_missing_and_refused_answers_is_one_listed_early_with_both():
+    refused = Reply("chat", "/v1/chat/completions", 404, "status 404", "Model not found")
+    (found,) = judged.listed_early(
+        "m", ["mm-worker"], "GET /v1/models/m/ready -> 503", [ENCODER], [refused], "  log line"
+    )
+    assert found.kind == LISTED_EARLY
+    assert "no serving instance with a model card yet for 'mm-worker'" in found.message
+    assert (
+        "1 request(s) for the listed model got 404" in found.message and "log line" in found.message
+    )
+
+
+def test_listed_when_the_present_cards_can_serve_is_no_violation():
+    assert judged.listed_early("m", ["mm-encoder"], "", [MM_WORKER, ENCODER], [], "") == []
+
+
+def test_card_violations_judge_each_worker_and_the_namespace():
+    worker = FakeWorker("worker", "backend", ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated"))
+    s = state(
+        instance_entry("backend", 7, 25012),
+        card_entry("backend", 7, worker_type="decode"),
+        instance_entry("backend", 9, 25099),  # nobody's: another process in the namespace
+    )
+    kinds = [v.kind for v in judged.card_violations(s, NS, "model-x", [worker])]
+    assert sorted(kinds) == [INTERFERENCE, WRONG_CARD]
+
+
+def test_known_violations_are_set_aside_unless_strict():
+    found = [Violation(LISTED_EARLY, None, "listed early")]
+    declared = [KnownViolation(LISTED_EARLY, ("1.6.1",), "finding 1")]
+    assert set_aside_known(found, declared, "1.6.1").outcome == KNOWN
+    assert set_aside_known(found, declared, "1.6.1", strict=True).outcome == FAILED
+    assert set_aside_known(found, declared, "0.8.1").outcome == FAILED
+    assert set_aside_known([], declared, "1.6.1").outcome == CONFORMANT

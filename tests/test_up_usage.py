@@ -1,0 +1,23 @@
+"""`python -m harness up`'s bad input: one line and exit 2, before anything starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cli import main
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["no-such-topology"], "unknown topology 'no-such-topology'"),
+        (["aggregated", "--inject-fault", "mm-worker=skip-registration"], "has no role"),
+        (["aggregated", "--inject-fault", "worker=no-such-fault"], "unknown fault"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, says, capsys):
+    assert main(["up", *args]) == 2
+    out = capsys.readouterr().out.strip()
+    assert len(out.splitlines()) == 1 and says in out, out
