@@ -162,7 +162,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
     described = {
         "release": dynamo_env.active().version,
-        "tier": chosen_tier(config),
+        "tier": chosen_tier(config).name,
         "infra": config.getoption("infra"),
         "spawn": config.getoption("spawn"),
     }

@@ -196,6 +196,11 @@ class Topology:
     def public_workers(self) -> tuple[WorkerSpec, ...]:
         return tuple(w for w in self.workers if w.card is not None and w.card.public)
 
+    @property
+    def registering_workers(self) -> tuple[WorkerSpec, ...]:
+        """The workers that must publish a card (an audit matches what it finds to these)."""
+        return tuple(w for w in self.workers if w.registers)
+
     def worker(self, role: str) -> WorkerSpec:
         return next(w for w in self.workers if w.role == role)
 
