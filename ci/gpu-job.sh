@@ -102,7 +102,7 @@ run() {
   mkdir -p "$WORK/tmp"
   (cd "$ROOT" && PYTHONDONTWRITEBYTECODE=1 HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest scenarios \
     -m "$MARKS" --tier gpu --infra "$INFRA" --progress on -rs -p no:cacheprovider \
-    --basetemp="$WORK/tmp/pytest" --junitxml="$REPORTS/gpu-$GPUS.xml")
+    --basetemp="$WORK/tmp/pytest" --junitxml="$REPORTS/gpu-$GPUS.xml" --report-dir "$REPORTS")
 }
 
 collect() {
@@ -134,6 +134,12 @@ docker_job() {
     -e REPORTS=/reports -e HF_HOME=/hf -e HF_TOKEN -e HARNESS_IMAGE="$IMAGE" \
     -e GPUS="$GPUS_GIVEN" -e MARKS="$MARKS_GIVEN" -e ETCD_ENDPOINTS -e NATS_SERVER \
     "$IMAGE" bash /checkout/ci/gpu-job.sh all
+  local status=$?
+  # The report's matrix on the run's page (GitHub sets the variable; elsewhere it is unset).
+  if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$reports/report.md" ]; then
+    cat "$reports/report.md" >>"$GITHUB_STEP_SUMMARY"
+  fi
+  return "$status"
 }
 
 all() {
