@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from harness import catalogue, ports, usage
+from harness import catalogue, ports, pytest_options, usage
 from harness.deployment import Deployment, Session, Settings
 from harness.deployment.timeline import HEADER
 from harness.frontend import start_frontend
 from harness.history import record
-from harness.infra import PROVIDERS, Endpoints, select_provider
+from harness.infra import Endpoints, select_provider
 from harness.infra.local_process import LocalProcessProvider
 from harness.model_source import ModelSource, describe_models, model_source
 from harness.observer import DiscoveryObserver
@@ -55,95 +55,16 @@ MARKERS = {
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("discovery-harness")
-    group.addoption(
-        "--infra",
-        default=os.environ.get("HARNESS_INFRA", "auto"),
-        choices=["auto", *PROVIDERS],
-        help="where etcd and NATS come from (default: external, docker, process)",
-    )
-    group.addoption(
-        "--tier",
-        default=os.environ.get("HARNESS_TIER", "auto"),
-        choices=["auto", *tier.TIERS],
-        help="auto (default): gpu where CUDA GPUs and a CUDA build of sglang are present, "
-        "else cpu; cpu: CPU stand-ins for sglang's GPU classes; gpu: real engines",
-    )
-    group.addoption(
-        "--model",
-        action="append",
-        default=[],
-        metavar="KEY=REF",
-        help="GPU tier: model name or local path per asset key (text, embedding, rerank, "
-        "vision-language, image, video); defaults: the catalogue's GPU_MODELS",
-    )
-    group.addoption(
-        "--register-deadline",
-        type=float,
-        default=None,
-        help="seconds for every worker to serve and register (default: the layout's start "
-        "timeout on the GPU tier; CPU tier: 30 from the template, 120 fresh)",
-    )
-    group.addoption(
-        "--card-grace",
-        type=float,
-        default=None,
-        help="seconds a serving worker may lack its card once all peers serve "
-        "(default: 5 CPU tier, 60 GPU tier)",
-    )
-    group.addoption(
-        "--inject-fault",
-        action="append",
-        default=[],
-        metavar="ROLE=FAULT",
-        help="CPU tier: run ROLE with a fault (see workers/faults.py) in every topology that "
-        "has that role, to see what the harness reports",
-    )
-    group.addoption(
-        "--spawn",
-        default=os.environ.get("HARNESS_SPAWN", "auto"),
-        choices=["auto", *spawn.SPAWN_MODES],
-        help="how CPU-tier workers start: zygote (auto's choice on the CPU tier) forks each "
-        "from a pre-imported template, fresh starts a new interpreter (the GPU tier's way)",
-    )
-    group.addoption(
-        "--port-range",
-        default=os.environ.get("HARNESS_PORT_RANGE"),
-        metavar="LOW-HIGH",
-        help="ports the harness may give processes (default 20000-32767)",
-    )
-    group.addoption(
-        "--progress",
-        default=os.environ.get("HARNESS_PROGRESS", "auto"),
-        choices=["auto", "on", "off"],
-        help="live start-up lines per worker (started, loading, serving, card, listed, first "
-        "answer) on stderr; auto (default): on for the GPU tier, whose starts take minutes",
-    )
-    group.addoption(
-        "--progress-heartbeat",
-        type=float,
-        default=30.0,
-        help="seconds between 'still starting' lines while a deployment starts",
-    )
-    group.addoption(
-        "--dynamo-env",
-        default=None,
-        help="a Dynamo release environment (built by `ci/setup.sh --dynamo VERSION`) whose "
-        "frontend and workers the run drives; default: the harness's own",
-    )
-    group.addoption(
-        "--probe-after-failure",
-        action="store_true",
-        help="when a deployment fails readiness, still send its topology's requests and "
-        "record the answers (for the conformance history)",
-    )
-    group.addoption(
-        "--list-deadline",
-        type=float,
-        default=None,
-        help="seconds from registration to the model listed and a request served "
-        "(default: 10 CPU tier, 30 GPU tier)",
-    )
+    pytest_options.add_options(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Iterator[int | pytest.ExitCode | None]:
+    """After pytest's --help: a pointer to the harness's group and its variables."""
+    result = yield
+    if config.option.help:
+        print(pytest_options.help_epilogue())
+    return result
 
 
 TIER_KEY = pytest.StashKey[tier.TierChoice]()
@@ -155,12 +76,14 @@ GPU_SHARE_KEY = pytest.StashKey[tuple[str, ...]]()
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
     try:
+        pytest_options.check_values(config)
+        config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
         if config.getoption("dynamo_env"):
             chosen_env = dynamo_env.resolve(config.getoption("dynamo_env"))
             os.environ[dynamo_env.ENV_VARIABLE] = chosen_env.python
         apply_overrides({}, config.getoption("model"))
+        pytest_options.check_for_tier(config, chosen_tier(config))
         config.stash[SPAWN_KEY] = spawn.spawn_mode(
             config.getoption("spawn"), chosen_tier(config), dynamo_env.active().own
         )
@@ -274,6 +197,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[object]:
+    """`...[aggregated]` with --tier gpu finds nothing: say which ids that tier has."""
+    try:
+        return (yield)
+    except pytest.UsageError:
+        config = session.config
+        hint = pytest_options.tier_id_hint(
+            config.args, chosen_tier(config), catalogue.load().topologies
+        )
+        if hint is None:
+            raise
+        raise pytest.UsageError(hint) from None
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

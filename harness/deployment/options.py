@@ -42,10 +42,30 @@ class Planes:
         return f"discovery {self.discovery}, request plane {self.request}, events {self.event}"
 
 
+# Default deadlines, seconds. CPU tier: a worker forked from the template serves in well under
+# a second; 2-3 fresh ones importing at once on 2 cores take up to 30 s. A card lands within a
+# second of its instance (0-0.7 s measured on 1.6.1); listing follows the last card by
+# 30-100 ms. The GPU tier's register deadline is each layout's start timeout.
+CPU_REGISTER_FORKED_S, CPU_REGISTER_FRESH_S = 30.0, 120.0
+CARD_GRACE_S = {"cpu": 5.0, "gpu": 60.0}
+LIST_DEADLINE_S = {"cpu": 10.0, "gpu": 30.0}
+
+
+def describe_default_deadlines(tier: str) -> str:
+    """The defaults as `plan` prints them (read from the values the run uses)."""
+    register = (
+        f"register {CPU_REGISTER_FORKED_S:g} s forked from the template, "
+        f"{CPU_REGISTER_FRESH_S:g} s fresh"
+        if tier == "cpu"
+        else "register = the layout's start timeout"
+    )
+    return f"{register}, card grace {CARD_GRACE_S[tier]:g} s, list {LIST_DEADLINE_S[tier]:g} s"
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Deadlines. The CPU tier's are tight where its starts are fast (a worker forked from
-    the template serves in well under a second); the GPU tier's follow each layout."""
+    """Deadlines. The CPU tier's are tight where its starts are fast; the GPU tier's follow
+    each layout."""
 
     tier: str = "cpu"
     spawn: str = FRESH  # CPU tier: how workers start (harness.runtime.spawn)
@@ -55,10 +75,9 @@ class Settings:
     stop_grace_s: float = 15.0
 
     def register_deadline(self, scenario: Scenario, forked: bool | None = None) -> float:
-        """For every worker to serve and register, from the deployment's start: the layout's
-        start timeout (GPU), 30 s from the template, 120 s for fresh CPU processes (2-3 of
-        them importing at once on 2 cores take up to 30 s). `forked`: whether this
-        deployment's workers come from the template (default: the session's spawn mode)."""
+        """For every worker to serve and register, from the deployment's start. `forked`:
+        whether this deployment's workers come from the template (default: the session's
+        spawn mode)."""
         if self.register_deadline_s is not None:
             return self.register_deadline_s
         if self.tier != "cpu":
@@ -67,18 +86,16 @@ class Settings:
             return scenario.topology.cpu_register_deadline_s
         if forked is None:
             forked = self.spawn == ZYGOTE
-        return 30.0 if forked else 120.0
+        return CPU_REGISTER_FORKED_S if forked else CPU_REGISTER_FRESH_S
 
     @property
     def card_grace(self) -> float:
-        """A card lands within a second of its instance (measured: 0-0.7 s on 1.6.1)."""
         if self.card_grace_s is not None:
             return self.card_grace_s
-        return 5.0 if self.tier == "cpu" else 60.0
+        return CARD_GRACE_S[self.tier]
 
     @property
     def list_deadline(self) -> float:
-        """Listing follows the last card by 30-100 ms on the CPU tier."""
         if self.list_deadline_s is not None:
             return self.list_deadline_s
-        return 10.0 if self.tier == "cpu" else 30.0
+        return LIST_DEADLINE_S[self.tier]

@@ -70,11 +70,7 @@ TIER_DIFFERENCES: tuple[TierDifference, ...] = (
     TierDifference(
         "start order", "all workers at once", "the layout's start order, each serving first"
     ),
-    TierDifference(
-        "deadlines",
-        "register 120 s, card grace 20 s",
-        "register = the layout's start timeout, card grace 60 s",
-    ),
+    # "deadlines": harness.deployment.options holds them; `plan` prints its row from there.
     TierDifference("fault injection", "--harness-fault (self-tests)", "none"),
     TierDifference(
         "child processes",

@@ -12,11 +12,13 @@ from pathlib import Path
 from harness import ports
 from harness.catalogue import Catalogue
 from harness.deployment import Settings
+from harness.deployment.options import describe_default_deadlines
 from harness.loopback import ProcessPorts
 from harness.model_source import ModelSource, TinyModels, gpu_models
 from harness.runtime import gpus
 from harness.runtime.launch import (
     TIER_DIFFERENCES,
+    TierDifference,
     WorkerCommand,
     WorkerSite,
     placeholders,
@@ -99,7 +101,10 @@ def build_plan(
 def render_text(commands: list[WorkerCommand], tier: str, gpu_count: int) -> str:
     lines = [f"# plan: tier {tier}" + (f", {gpu_count} GPU(s)" if tier == GPU else "")]
     lines.append("# what differs between the tiers (everything else is the same command):")
-    for diff in TIER_DIFFERENCES:
+    deadlines = TierDifference(
+        "deadlines", describe_default_deadlines(CPU), describe_default_deadlines(GPU)
+    )
+    for diff in (*TIER_DIFFERENCES, deadlines):
         lines.append(f"#   {diff.aspect:<17} cpu: {diff.cpu}")
         lines.append(f"#   {'':<17} gpu: {diff.gpu}")
     current = None
