@@ -134,6 +134,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     reporter.write_line(f"discovery harness: Dynamo: {dynamo_env.active().describe()}")
     models = describe_models(choice.tier, session.config.getoption("model"))
     reporter.write_line(f"discovery harness: models: {models}")
+    faults = session.config.stash[FAULTS_KEY]
+    injected = ", ".join(f"{role}={fault}" for role, fault in faults.items())
+    reporter.write_line(
+        "discovery harness: faults injected: "
+        + (f"{injected} (--inject-fault: failures below are on purpose)" if injected else "none")
+    )
     if choice.tier == tier.GPU:
         share = session.config.stash[GPU_SHARE_KEY]
         reporter.write_line(f"discovery harness: GPUs: {','.join(share) or 'none visible'}")
@@ -429,6 +435,7 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
     def _deploy(
         what: Topology | Scenario, faults: dict[str, str] | None = None, **options: Any
     ) -> Deployment:
+        __tracebackhide__ = True
         topology = what.topology if isinstance(what, Scenario) else what
         if faults is None:
             roles = {w.role for w in topology.workers}
@@ -444,6 +451,7 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
                 _probe(deployment)
             raise
 
+    __tracebackhide__ = True
     failures: list[ContractFailure] = []
     try:
         yield _deploy

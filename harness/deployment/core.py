@@ -438,6 +438,7 @@ class Deployment:
 
     def await_ready(self) -> Deployment:
         """Every worker registered as declared and every public model listed, or fail."""
+        __tracebackhide__ = True  # a failure shows the test's line and the violations
         try:
             violations = self._ready_violations()
         except BaseException as error:
@@ -681,6 +682,7 @@ class Deployment:
 
     def verify(self) -> None:
         """Raise ContractFailure for anything wrong since readiness."""
+        __tracebackhide__ = True
         self.verdict_given = True
         violations: list[Violation] = []
         for worker in self.workers:
