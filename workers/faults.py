@@ -16,6 +16,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from workers.bad_answers import BAD_ANSWERS
+from workers.bad_answers import install as install_bad_answer
+
 logger = logging.getLogger("workers.faults")
 
 FAULTS = (
@@ -30,6 +33,7 @@ FAULTS = (
     "lora-as-chat",
     "lora-card-stays",
     "unready-after-registration",
+    *BAD_ANSWERS,  # right registration, wrong answers (workers/bad_answers.py)
 )
 # Set by the launcher for the worker's own python children (the gateway's), whose start-up
 # hook installs the same fault (workers/startup/sitecustomize.py).
@@ -249,3 +253,5 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
         _lora_as_chat()
     elif fault == "lora-card-stays":
         _lora_card_stays()
+    elif fault in BAD_ANSWERS:
+        install_bad_answer(fault, _replace_generates)

@@ -53,7 +53,6 @@ from harness.runtime.launch import WorkerSite, placeholders, worker_command
 from harness.runtime.spawn import FRESH
 from harness.topology import Scenario, Topology, WorkerSpec
 from harness.violations import (
-    BAD_CONTENT,
     BAD_RESPONSE,
     LISTED_EARLY,
     NEVER_LISTED,
@@ -694,7 +693,7 @@ class Deployment:
                 )
         violations += checks.bad_exchanges(self.client.exchanges)
         violations += [
-            Violation(BAD_CONTENT, None, f"request judged bad: {r.describe()}")
+            diagnosis.bad_answer(r, self.topology)
             for r in self.replies
             if not r.ok and r.status == 200
         ]

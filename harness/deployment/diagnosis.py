@@ -10,7 +10,9 @@ from harness.checks import WorkerRecords
 from harness.deployment.worker import Worker
 from harness.observer import DiscoveryState
 from harness.processes import without_colours
-from harness.violations import NEVER_REGISTERED, WORKER_EXITED, Violation
+from harness.requests import Reply
+from harness.topology import Topology
+from harness.violations import BAD_CONTENT, NEVER_REGISTERED, WORKER_EXITED, Violation
 
 # Log lines worth reading first: errors and tracebacks, anything about registration or
 # discovery, and the lines an injected fault prints.
@@ -93,4 +95,18 @@ def held_back(role: str, blocker: str) -> Violation:
         role,
         f"worker '{role}' was never started: the layout's start order waits for "
         f"'{blocker}' to serve first, and it did not (see its violation)",
+    )
+
+
+def bad_answer(reply: Reply, topology: Topology) -> Violation:
+    """A 200 whose answer breaks what its API promises, named by the worker that serves the
+    topology's public model (the role the frontend routes the request to)."""
+    roles = [w.role for w in topology.public_workers] or [w.role for w in topology.workers]
+    behind = [w.role for w in topology.workers if w.role != roles[0]]
+    pipeline = f" (with {', '.join(behind)} behind it)" if behind else ""
+    return Violation(
+        BAD_CONTENT,
+        roles[0],
+        f"{reply.kind} answer of worker '{roles[0]}'{pipeline} broke its API: 200, but "
+        f"{reply.problem}; {reply.describe()}",
     )
