@@ -416,15 +416,17 @@ def harness_session(
 DeployFn = Callable[..., Deployment]
 
 
+# `deploy(topology_or_scenario, faults={role: fault}, **options)`: start it and wait until it
+# is ready (raises ContractFailure otherwise). Options are Deployment's: fault_delay_s, strict,
+# sequential (the layout's start order on the CPU tier too), spawn ("fresh": fresh processes
+# whatever --spawn), order (every worker one at a time in that order, each registered or left
+# waiting for its peers before the next), frontend ("own" / "late"), env (for every worker).
+# A topology alone deploys its packed layout. Every deployment gets a verdict (verify() at
+# teardown if the test did not reach it) and is stopped after. (A comment, not a docstring: a
+# failure at teardown prints this function's source.)
 @pytest.fixture
 def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator[DeployFn]:
-    """`deploy(topology_or_scenario, faults={role: fault}, **options)`: start it and wait until
-    it is ready (raises ContractFailure otherwise). Options are Deployment's: fault_delay_s,
-    strict, sequential (the layout's start order on the CPU tier too), spawn ("fresh": fresh
-    processes whatever --spawn), order (every worker one at a time in that order, each
-    registered or left waiting for its peers before the next), frontend ("own" / "late"),
-    env (for every worker). A topology alone deploys its packed layout. Every deployment gets
-    a verdict (verify() at teardown if the test did not reach it) and is stopped after."""
+    """Deploy a topology and wait until it is ready; a verdict on each at teardown."""
     yield from _deployer(harness_session, request)
 
 

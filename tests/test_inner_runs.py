@@ -127,6 +127,9 @@ def test_a_test_that_raises_still_gets_the_verdict(gave_up_run):
     assert "the test body gave up before verify()" in out
     assert "ERROR at teardown of test_gives_up_before_its_verdict" in out, out[-3000:]
     assert "[503-after-ready]" in out and "POST /v1/chat/completions -> 503" in out
+    # One screen: the harness's internals are hidden (the deploy fixture's own line stays,
+    # at teardown), the verdict comes first.
+    assert "harness/deployment/core.py:" not in out and "Session(endpoints=" not in out, out
 
 
 def test_a_finished_run_leaves_nothing_behind(gave_up_run):
