@@ -34,7 +34,6 @@ INFRA_CHOICES = ("auto", *PROVIDERS)
 TIER_CHOICES = ("auto", *tier.TIERS)
 SPAWN_CHOICES = ("auto", *spawn.SPAWN_MODES)
 PROGRESS_CHOICES = ("auto", "on", "off")
-DURATIONS = ("register_deadline", "card_grace", "list_deadline", "progress_heartbeat")
 CHOICES = {
     "infra": INFRA_CHOICES,
     "tier": TIER_CHOICES,
@@ -72,26 +71,57 @@ def _roles_and_faults() -> tuple[list[str], tuple[str, ...]]:
     return roles, FAULTS
 
 
+# Options with a fixed set of values, each defaulting to HARNESS_<NAME> or "auto".
+CHOICE_HELP = {
+    "infra": "where etcd and NATS come from; auto (default, env HARNESS_INFRA): external when "
+    "ETCD_ENDPOINTS and NATS_SERVER are both set, else docker when a Docker API answers, "
+    "else process (local etcd and nats-server binaries)",
+    "tier": "auto (default, env HARNESS_TIER): gpu where CUDA GPUs and a CUDA build of sglang "
+    "are present, else cpu; cpu: CPU stand-ins for sglang's GPU classes (test ids: the "
+    "topology, e.g. [aggregated]); gpu: real engines (ids per layout, e.g. [aggregated-1gpu])",
+    "spawn": "how CPU-tier workers start (env HARNESS_SPAWN): zygote (auto's choice on the CPU "
+    "tier) forks each from a pre-imported template, fresh starts a new interpreter (the GPU "
+    "tier's way)",
+    "progress": "live start-up lines per worker (started, loading, serving, card, listed, "
+    "first answer) on stderr; auto (default, env HARNESS_PROGRESS): on for the GPU tier, "
+    "whose starts take minutes",
+}
+# Durations in seconds: (default, help).
+DURATION_HELP: dict[str, tuple[float | None, str]] = {
+    "register_deadline": (
+        None,
+        "seconds for every worker to serve and register (default: the layout's start timeout "
+        "on the GPU tier; CPU tier: 30 from the template, 120 fresh)",
+    ),
+    "card_grace": (
+        None,
+        "seconds a serving worker may lack its card once all peers serve (default: 5 CPU "
+        "tier, 60 GPU tier)",
+    ),
+    "list_deadline": (
+        None,
+        "seconds from registration to the model listed and a request served (default: 10 CPU "
+        "tier, 30 GPU tier)",
+    ),
+    "progress_heartbeat": (
+        30.0,
+        "seconds between 'still starting' lines while a deployment starts",
+    ),
+}
+
+
 def add_options(parser: pytest.Parser) -> None:
     """The harness's group, placed right after pytest's `general` so `--help` shows it early."""
     group = parser.getgroup(GROUP, GROUP_TITLE, after="general")
-    group.addoption(
-        "--infra",
-        default=os.environ.get("HARNESS_INFRA", "auto"),
-        metavar="|".join(INFRA_CHOICES),
-        help="where etcd and NATS come from; auto (default, env HARNESS_INFRA): external when "
-        "ETCD_ENDPOINTS and NATS_SERVER are both set, else docker when a Docker API answers, "
-        "else process (local etcd and nats-server binaries)",
-    )
-    group.addoption(
-        "--tier",
-        default=os.environ.get("HARNESS_TIER", "auto"),
-        metavar="|".join(TIER_CHOICES),
-        help="auto (default, env HARNESS_TIER): gpu where CUDA GPUs and a CUDA build of sglang "
-        "are present, else cpu; cpu: CPU stand-ins for sglang's GPU classes (test ids: the "
-        "topology, e.g. [aggregated]); gpu: real engines (ids per layout, e.g. "
-        "[aggregated-1gpu])",
-    )
+    for dest, text in CHOICE_HELP.items():
+        group.addoption(
+            _flag(dest),
+            default=os.environ.get(f"HARNESS_{dest.upper()}", "auto"),
+            metavar="|".join(CHOICES[dest]),
+            help=text,
+        )
+    for dest, (default, text) in DURATION_HELP.items():
+        group.addoption(_flag(dest), type=float, default=default, metavar="SECONDS", help=text)
     group.addoption(
         "--model",
         action="append",
@@ -99,30 +129,6 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="KEY=REF",
         help="GPU tier only: model name or local path per asset key (text, embedding, "
         "rerank, vision-language, image, video); defaults: the catalogue's GPU_MODELS",
-    )
-    group.addoption(
-        "--register-deadline",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="seconds for every worker to serve and register (default: the layout's start "
-        "timeout on the GPU tier; CPU tier: 30 from the template, 120 fresh)",
-    )
-    group.addoption(
-        "--card-grace",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="seconds a serving worker may lack its card once all peers serve "
-        "(default: 5 CPU tier, 60 GPU tier)",
-    )
-    group.addoption(
-        "--list-deadline",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="seconds from registration to the model listed and a request served "
-        "(default: 10 CPU tier, 30 GPU tier)",
     )
     roles, faults = _roles_and_faults()
     group.addoption(
@@ -134,33 +140,10 @@ def add_options(parser: pytest.Parser) -> None:
         f"see what the harness reports. Roles: {', '.join(roles)}. Faults: {', '.join(faults)}",
     )
     group.addoption(
-        "--spawn",
-        default=os.environ.get("HARNESS_SPAWN", "auto"),
-        metavar="|".join(SPAWN_CHOICES),
-        help="how CPU-tier workers start (env HARNESS_SPAWN): zygote (auto's choice on the CPU "
-        "tier) forks each from a pre-imported template, fresh starts a new interpreter (the "
-        "GPU tier's way)",
-    )
-    group.addoption(
         "--port-range",
         default=os.environ.get("HARNESS_PORT_RANGE"),
         metavar="LOW-HIGH",
         help="ports the harness may give processes (default 20000-32767; env HARNESS_PORT_RANGE)",
-    )
-    group.addoption(
-        "--progress",
-        default=os.environ.get("HARNESS_PROGRESS", "auto"),
-        metavar="|".join(PROGRESS_CHOICES),
-        help="live start-up lines per worker (started, loading, serving, card, listed, first "
-        "answer) on stderr; auto (default, env HARNESS_PROGRESS): on for the GPU tier, whose "
-        "starts take minutes",
-    )
-    group.addoption(
-        "--progress-heartbeat",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="seconds between 'still starting' lines while a deployment starts",
     )
     group.addoption(
         "--dynamo-env",
@@ -185,7 +168,7 @@ def check_values(config: pytest.Config) -> None:
                 f"{_flag(dest)} {value!r}: not one of {', '.join(choices)}"
                 + (f" (from HARNESS_{dest.upper()})" if _from_env(dest, value) else "")
             )
-    for dest in DURATIONS:
+    for dest in DURATION_HELP:
         value = config.getoption(dest)
         if value is not None and not value > 0:
             raise ValueError(f"{_flag(dest)} {value:g}: a duration must be more than 0 seconds")

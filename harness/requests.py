@@ -70,6 +70,9 @@ def _json(reply_body: str) -> Any:
 MAX_TOKENS = 8
 
 
+Judge = Callable[[Any, answers.Asked], list[str]]
+
+
 def _judged(kind: str, path: str, status: int, body: str, judge: Callable[[], list[str]]) -> Reply:
     """A 200 is judged on everything its API promises (harness.answers); else its status."""
     if status != 200:
@@ -78,57 +81,54 @@ def _judged(kind: str, path: str, status: int, body: str, judge: Callable[[], li
     return Reply(kind, path, 200, "; ".join(problems) or None, body)
 
 
+def _post(
+    client: RecordingClient,
+    kind: str,
+    path: str,
+    payload: dict[str, Any],
+    asked: answers.Asked,
+    judge: Judge,
+    *,
+    json_object: bool = True,
+) -> Reply:
+    """POST the request and judge its answer (an object, unless `json_object` is False)."""
+    reply = client.post_json(path, payload)
+    data = _json(reply.text)
+
+    def problems() -> list[str]:
+        if json_object and not isinstance(data, dict):
+            return ["the body is not a JSON object"]
+        return judge(data, asked)
+
+    return _judged(kind, path, reply.status_code, reply.text, problems)
+
+
 def _chat(client: RecordingClient, model: str, *, image: bool, stream: bool, kind: str) -> Reply:
     path = "/v1/chat/completions"
     payload = {"model": model, "messages": _chat_messages(image), "max_tokens": MAX_TOKENS}
     asked = answers.Asked(model, max_tokens=MAX_TOKENS)
-    if stream:
-        payload["stream"] = True
-        status, _events = client.stream_sse(path, payload)
-        raw = client.exchanges[-1].body
-        return _judged(kind, path, status, raw, lambda: answers.chat_stream(raw, asked))
-    reply = client.post_json(path, payload)
-    data = _json(reply.text)
-    return _judged(
-        kind, path, reply.status_code, reply.text, lambda: _object(data, asked, answers.chat)
-    )
-
-
-def _object(
-    data: Any, asked: answers.Asked, judge: Callable[[dict[str, Any], answers.Asked], list[str]]
-) -> list[str]:
-    return judge(data, asked) if isinstance(data, dict) else ["the body is not a JSON object"]
+    if not stream:
+        return _post(client, kind, path, payload, asked, answers.chat)
+    payload["stream"] = True
+    status, _events = client.stream_sse(path, payload)
+    raw = client.exchanges[-1].body
+    return _judged(kind, path, status, raw, lambda: answers.chat_stream(raw, asked))
 
 
 def _completion(client: RecordingClient, model: str) -> Reply:
-    path = "/v1/completions"
-    reply = client.post_json(path, {"model": model, "prompt": "Hello", "max_tokens": MAX_TOKENS})
-    data, asked = _json(reply.text), answers.Asked(model, max_tokens=MAX_TOKENS)
-    return _judged(
-        "completion",
-        path,
-        reply.status_code,
-        reply.text,
-        lambda: _object(data, asked, answers.completion),
-    )
+    payload = {"model": model, "prompt": "Hello", "max_tokens": MAX_TOKENS}
+    asked = answers.Asked(model, max_tokens=MAX_TOKENS)
+    return _post(client, "completion", "/v1/completions", payload, asked, answers.completion)
 
 
 def _embedding(client: RecordingClient, model: str) -> Reply:
-    path = "/v1/embeddings"
     inputs = ("the quick brown fox", "a red square")
-    reply = client.post_json(path, {"model": model, "input": list(inputs)})
-    data, asked = _json(reply.text), answers.Asked(model, inputs=inputs)
-    return _judged(
-        "embedding",
-        path,
-        reply.status_code,
-        reply.text,
-        lambda: _object(data, asked, answers.embedding),
-    )
+    payload = {"model": model, "input": list(inputs)}
+    asked = answers.Asked(model, inputs=inputs)
+    return _post(client, "embedding", "/v1/embeddings", payload, asked, answers.embedding)
 
 
 def _rerank(client: RecordingClient, model: str) -> Reply:
-    path = "/v1/rerank"
     documents = ("foxes jump", "etcd stores keys", "red squares")
     payload = {
         "model": model,
@@ -137,15 +137,11 @@ def _rerank(client: RecordingClient, model: str) -> Reply:
         "top_n": 2,
         "return_documents": True,
     }
-    reply = client.post_json(path, payload)
-    data, asked = _json(reply.text), answers.Asked(model, documents=documents, top_n=2)
-    return _judged(
-        "rerank", path, reply.status_code, reply.text, lambda: answers.rerank(data, asked)
-    )
+    asked = answers.Asked(model, documents=documents, top_n=2)
+    return _post(client, "rerank", "/v1/rerank", payload, asked, answers.rerank, json_object=False)
 
 
 def _image(client: RecordingClient, model: str) -> Reply:
-    path = "/v1/images/generations"
     payload = {
         "model": model,
         "prompt": "a red square",
@@ -153,15 +149,11 @@ def _image(client: RecordingClient, model: str) -> Reply:
         "response_format": "b64_json",
         "n": 1,
     }
-    reply = client.post_json(path, payload)
-    data, asked = _json(reply.text), answers.Asked(model, count=1, size=(32, 32))
-    return _judged(
-        "image", path, reply.status_code, reply.text, lambda: _object(data, asked, answers.image)
-    )
+    asked = answers.Asked(model, count=1, size=(32, 32))
+    return _post(client, "image", "/v1/images/generations", payload, asked, answers.image)
 
 
 def _video(client: RecordingClient, model: str) -> Reply:
-    path = "/v1/videos"
     payload = {
         "model": model,
         "prompt": "a red square",
@@ -170,11 +162,7 @@ def _video(client: RecordingClient, model: str) -> Reply:
         "response_format": "b64_json",
         "nvext": {"num_frames": 2, "fps": 2, "num_inference_steps": 1},
     }
-    reply = client.post_json(path, payload)
-    data, asked = _json(reply.text), answers.Asked(model)
-    return _judged(
-        "video", path, reply.status_code, reply.text, lambda: _object(data, asked, answers.video)
-    )
+    return _post(client, "video", "/v1/videos", payload, answers.Asked(model), answers.video)
 
 
 KINDS: dict[str, Callable[[RecordingClient, str], Reply]] = {

@@ -22,61 +22,28 @@ from scenarios.catalogue import (
 pytestmark = [pytest.mark.selftest, pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]
 
 REPRESENTATIVE = "bad-answer-embedding-order"
-# fault -> (topology, the role it is injected into, request kind, what the violation says)
+EMBED, RERANK = (EMBEDDING_TOPOLOGY, "embedding"), (RERANK_TOPOLOGY, "rerank")
+IMAGE, VIDEO = (IMAGE_DIFFUSION, "image-diffusion"), (VIDEO_GENERATION, "video-generation")
+# fault -> ((topology, the role it is injected into), request kind, what the violation says)
 CASES = {
-    "bad-answer-empty-text": (AGGREGATED, "worker", "chat", "empty message content"),
-    "bad-answer-overlong": (AGGREGATED, "worker", "completion", "completion_tokens"),
-    "bad-answer-embedding-count": (
-        EMBEDDING_TOPOLOGY,
-        "embedding",
-        "embedding",
-        "1 embeddings for 2 inputs",
-    ),
-    "bad-answer-embedding-order": (
-        EMBEDDING_TOPOLOGY,
-        "embedding",
-        "embedding",
-        "indices [1, 0], expected [0, 1] (input order)",
-    ),
-    "bad-answer-embedding-dimension": (
-        EMBEDDING_TOPOLOGY,
-        "embedding",
-        "embedding",
-        "embeddings of dimensions [15, 16]",
-    ),
-    "bad-answer-rerank-order": (RERANK_TOPOLOGY, "rerank", "rerank", "not best first"),
-    "bad-answer-rerank-top-n": (RERANK_TOPOLOGY, "rerank", "rerank", "3 results, expected 2"),
-    "bad-answer-rerank-index": (RERANK_TOPOLOGY, "rerank", "rerank", "expected positions 0..2"),
-    "bad-answer-image-size": (
-        IMAGE_DIFFUSION,
-        "image-diffusion",
-        "image",
-        "image 0 is 16x16, asked for 32x32",
-    ),
-    "bad-answer-image-format": (
-        IMAGE_DIFFUSION,
-        "image-diffusion",
-        "image",
-        "image 0 is not a PNG, JPEG or WebP",
-    ),
-    "bad-answer-video-format": (
-        VIDEO_GENERATION,
-        "video-generation",
-        "video",
-        "video is not an MP4",
-    ),
-    "bad-answer-video-status": (
-        VIDEO_GENERATION,
-        "video-generation",
-        "video",
-        "status 'in_progress', expected 'completed'",
-    ),
+    "bad-answer-empty-text": ((AGGREGATED, "worker"), "chat", "empty message content"),
+    "bad-answer-overlong": ((AGGREGATED, "worker"), "completion", "completion_tokens"),
+    "bad-answer-embedding-count": (EMBED, "embedding", "1 embeddings for 2 inputs"),
+    "bad-answer-embedding-order": (EMBED, "embedding", "indices [1, 0], expected [0, 1]"),
+    "bad-answer-embedding-dimension": (EMBED, "embedding", "embeddings of dimensions [15, 16]"),
+    "bad-answer-rerank-order": (RERANK, "rerank", "not best first"),
+    "bad-answer-rerank-top-n": (RERANK, "rerank", "3 results, expected 2"),
+    "bad-answer-rerank-index": (RERANK, "rerank", "expected positions 0..2"),
+    "bad-answer-image-size": (IMAGE, "image", "image 0 is 16x16, asked for 32x32"),
+    "bad-answer-image-format": (IMAGE, "image", "image 0 is not a PNG, JPEG or WebP"),
+    "bad-answer-video-format": (VIDEO, "video", "video is not an MP4"),
+    "bad-answer-video-status": (VIDEO, "video", "status 'in_progress', expected 'completed'"),
 }
 
 
 def _cases() -> list[object]:
     cases = []
-    for fault, (topology, role, kind, says) in CASES.items():
+    for fault, ((topology, role), kind, says) in CASES.items():
         mark = pytest.mark.pre_merge if fault == REPRESENTATIVE else pytest.mark.nightly
         param = topology_param(topology, mark, pytest.mark.timeout(240))
         cases.append(pytest.param(topology, role, kind, fault, says, id=fault, marks=param.marks))
