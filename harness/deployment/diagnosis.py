@@ -18,10 +18,11 @@ from harness.violations import BAD_CONTENT, NEVER_REGISTERED, WORKER_EXITED, Vio
 # discovery, and the lines an injected fault prints.
 MATTERS = re.compile(
     r"\b(ERROR|CRITICAL|FATAL)\b|Traceback|Error\b|Exception\b|regist|model card|"
-    r"discovery|HARNESS-FAULT|exit",
+    r"HARNESS-FAULT|exit",
     re.IGNORECASE,
 )
 EXCERPT_LINES = 15
+LAST_LINES = 3
 
 
 def keys_summary(state: DiscoveryState, namespace: str) -> str:
@@ -45,11 +46,12 @@ def log_evidence(worker: Worker, lines: int = EXCERPT_LINES) -> str:
     except FileNotFoundError:
         return f"worker '{worker.role}' (pid {worker.pid}): no log at {path}"
     everything = text.splitlines()
-    chosen = [line for line in everything if MATTERS.search(line)][-lines:]
-    what = "lines about errors, registration and faults"
-    if not chosen:
-        chosen, what = everything[-lines:], "last lines"
-    shown = "\n".join(f"    | {line}" for line in chosen) or "    (log empty)"
+    # The lines that matter, then the last few (what it was doing when the harness looked).
+    last = range(max(0, len(everything) - LAST_LINES), len(everything))
+    matching = [i for i, line in enumerate(everything) if MATTERS.search(line)]
+    chosen = sorted({*matching[-(lines - LAST_LINES) :], *last})
+    what = "lines about errors, registration and faults, and the last lines"
+    shown = "\n".join(f"    | {everything[i]}" for i in chosen) or "    (log empty)"
     return (
         f"worker '{worker.role}' (pid {worker.pid}) log: {path} ({len(everything)} lines; "
         f"{what}, {len(chosen)} of them):\n{shown}"
