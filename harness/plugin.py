@@ -416,6 +416,20 @@ def harness_session(
 DeployFn = Callable[..., Deployment]
 
 
+class _Deploy:
+    """The `deploy` fixture's value: shown as itself in a failing test's arguments."""
+
+    def __init__(self, deploy: DeployFn) -> None:
+        self._deploy = deploy
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Deployment:
+        __tracebackhide__ = True
+        return self._deploy(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return "<deploy fixture>"
+
+
 # `deploy(topology_or_scenario, faults={role: fault}, **options)`: start it and wait until it
 # is ready (raises ContractFailure otherwise). Options are Deployment's: fault_delay_s, strict,
 # sequential (the layout's start order on the CPU tier too), spawn ("fresh": fresh processes
@@ -456,7 +470,7 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
     __tracebackhide__ = True
     failures: list[ContractFailure] = []
     try:
-        yield _deploy
+        yield _Deploy(_deploy)
     finally:
         for deployment in started:
             _record_timeline(request, deployment)

@@ -8,7 +8,9 @@ import signal
 import subprocess
 import sys
 
+from harness.deployment.options import CARD_GRACE_S, CPU_REGISTER_FORKED_S, LIST_DEADLINE_S
 from harness.pytest_options import ENV_VARIABLES
+from harness.runtime.plan import render_text
 from tests.inner_pytest import ROOT, run_pytest, session_env
 from workers.faults import FAULTS
 
@@ -80,3 +82,10 @@ def test_the_runs_first_lines_name_the_injected_faults():
     assert "discovery harness: faults injected: worker=handler-error" in faulty.stdout
     clean = run_pytest("--collect-only", "-q", SCENARIO)
     assert "discovery harness: faults injected: none" in clean.stdout
+
+
+def test_plans_deadline_row_is_the_runs_defaults():
+    text = render_text([], "cpu", 1)
+    cpu = text.split("deadlines", 1)[1].splitlines()[0]
+    assert f"register {CPU_REGISTER_FORKED_S:g} s forked from the template" in cpu, cpu
+    assert f"card grace {CARD_GRACE_S['cpu']:g} s, list {LIST_DEADLINE_S['cpu']:g} s" in cpu, cpu
