@@ -13,9 +13,11 @@ pytestmark = pytest.mark.unit
 
 
 def _worker(log_path):
-    spec = SimpleNamespace(start_paths=("init_multimodal_worker",))
     return SimpleNamespace(
-        role="mm-worker", pid=42, spec=spec, proc=SimpleNamespace(log_path=log_path)
+        role="mm-worker",
+        pid=42,
+        start_paths=("init_multimodal_worker",),
+        proc=SimpleNamespace(log_path=log_path),
     )
 
 

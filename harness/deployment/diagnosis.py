@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from harness import checks
 from harness.checks import WorkerRecords
 from harness.deployment.worker import Worker
 from harness.observer import DiscoveryState
@@ -31,10 +32,7 @@ def keys_summary(state: DiscoveryState, namespace: str) -> str:
     return f"etcd keys in namespace {namespace}:\n{listing}"
 
 
-def who(worker: Worker) -> str:
-    """`worker 'mm-worker' (pid 123, start path init_multimodal_worker)`."""
-    paths = ", ".join(worker.spec.start_paths) or "?"
-    return f"worker '{worker.role}' (pid {worker.pid}, start path {paths})"
+who = checks.named
 
 
 def log_evidence(worker: Worker, lines: int = EXCERPT_LINES) -> str:
