@@ -164,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
+    positionals = getattr(args, "positionals_anywhere", None)  # `models list --check NAME`
+    if positionals and extra and not any(e.startswith("-") for e in extra):
+        getattr(args, positionals).extend(extra)
+        extra = []
     if extra and not getattr(args, "takes_extra", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:

@@ -44,7 +44,7 @@ def test_models_list_exits_0_with_a_status_column_once(tmp_path):
     rows = [line for line in listed.stdout.splitlines() if "topology 'rerank'" in line]
     assert len(rows) == 1 and rows[0].startswith("MISSING "), listed.stdout
     assert listed.stderr == ""  # printed once
-    checked = _harness("models", "list", "rerank", "--check", env=empty)
+    checked = _harness("models", "list", "--check", "rerank", env=empty)
     assert checked.returncode == 1, checked.stdout + checked.stderr
 
 

@@ -23,7 +23,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("topology", nargs="*", help="default: every topology")
     parser.add_argument("--model", action="append", default=[], metavar="KEY=REF")
     parser.add_argument("--check", action="store_true", help="list: exit 1 when a model is missing")
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, positionals_anywhere="topology")
 
 
 def run(args: argparse.Namespace) -> int:
