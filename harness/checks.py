@@ -49,6 +49,16 @@ class WorkerView(Protocol):
     @property
     def registrants(self) -> int: ...
 
+    @property
+    def start_paths(self) -> tuple[str, ...]: ...  # the branches of dynamo.sglang it takes
+
+
+def named(worker: WorkerView) -> str:
+    """`worker 'mm-worker' (pid 123, start path init_multimodal_worker)`: the start path is
+    where to read Dynamo's code."""
+    paths = ", ".join(getattr(worker, "start_paths", ())) or "?"
+    return f"worker '{worker.role}' ({_identity(worker)}, start path {paths})"
+
 
 @dataclass(frozen=True)
 class WorkerRecords:
@@ -115,7 +125,7 @@ def must_not_register(records: WorkerRecords, worker: WorkerView) -> list[Violat
         Violation(
             REGISTERED_UNEXPECTEDLY,
             worker.role,
-            f"worker '{worker.role}' (pid {worker.pid}) must not register, but it serves or "
+            f"{named(worker)} must not register, but it serves or "
             f"registered: {', '.join(records.all_keys())}; the frontend may route to it",
         )
     ]
@@ -142,7 +152,7 @@ def compare_card(worker: WorkerView, card: ModelCard, model_name: str) -> list[V
     worker's contract, under the LoRA's name)."""
     expected = worker.expected
     assert expected is not None, f"{worker.role} must not register: nothing to compare"
-    who = f"worker '{worker.role}' ({_identity(worker)})"
+    who = named(worker)
     problems: list[Violation] = []
     actual_types = _normalise_type(card.model_type)
     wanted_types = _normalise_type(expected.model_type)

@@ -1,9 +1,9 @@
 """Command line of the harness.
 
-python -m harness conformance [--infra auto|external|docker|process] [pytest args...]
+python -m harness conformance [--topology NAME ...] [pytest args...]
 python -m harness topologies [--gpu]
 python -m harness plan [--tier gpu|cpu] [--gpus N] [--gpu-memory GIB] [--json] [--topology NAME ...]
-python -m harness models list|fetch [TOPOLOGY ... | -m EXPR] [--dry-run] [--model KEY=REF]
+python -m harness models list|fetch [TOPOLOGY ... | -m EXPR] [--dry-run] [--check] [--model KEY=REF]
 python -m harness preflight [--allow-no-gpu] [--writable LABEL=PATH ...]
 python -m harness history [--releases 0.7.1,0.8.1,1.6.1] [--topology NAME ...] [--out DIR]
 python -m harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file FILE]
@@ -13,19 +13,19 @@ python -m harness audit --etcd URL | --file-store DIR [--frontend URL] [--namesp
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
-import xml.etree.ElementTree as ElementTree
-from pathlib import Path
+from typing import NoReturn
 
 from harness import catalogue as catalogue_module
 from harness.audit import command as audit_command
 from harness.catalogue import Catalogue
-from harness.history.run import CONFORMANCE_TESTS, outcome
+from harness.commands import conformance, models
 from harness.runtime.gpus import memory_needed_gib
 from harness.runtime.tier import GPU, TIERS
 from harness.up import command as up_command
 
-ROOT = Path(__file__).resolve().parent.parent
+USAGE_ERROR = 4  # as pytest's: bad input, nothing started
 
 
 def topologies_table(catalogue: Catalogue | None = None) -> str:
@@ -104,56 +104,46 @@ def gpu_table(catalogue: Catalogue | None = None) -> str:
     return "\n".join(lines)
 
 
-def summarise(junit: Path) -> str:
-    """One line per test from the JUnit report, with known violations and timelines."""
-    root = ElementTree.parse(junit).getroot()
-    lines = []
-    for case in root.iter("testcase"):
-        found, _ = outcome(case)
-        shown = {"failed": "FAILED", "error": "ERROR"}.get(found, found)
-        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
-        known = [v for k, v in properties.items() if k == "known_violation"]
-        extra = f"  (known: {'; '.join(known)})" if known else ""
-        lines.append(f"{shown:<8} {case.get('name')} {float(case.get('time', 0)):6.1f}s{extra}")
-    return "\n".join(lines)
+class UsageParser(argparse.ArgumentParser):
+    """Bad input is one line on stderr and exit 4 (pytest's usage-error code), no usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
 
 
-def conformance(args: list[str]) -> int:
-    import pytest
+def _check_plan(args: argparse.Namespace) -> None:
+    """Options the chosen tier would ignore are refused, not dropped."""
+    if args.gpus is not None and args.gpus < 1:
+        raise ValueError(f"--gpus {args.gpus}: a GPU-tier plan needs at least 1 GPU")
+    if not TIERS[args.tier].gpus and args.gpus is not None:
+        raise ValueError("--gpus: the CPU tier runs each topology's packed layout on no GPU")
+    if TIERS[args.tier].tiny_models and args.model:
+        raise ValueError(f"--model {args.model[0]!r}: the CPU tier uses generated tiny models")
+    if args.gpus is None:
+        args.gpus = 1
 
-    from harness.report import default_report_dir, remove_reports
 
-    reports = default_report_dir()
-    reports.mkdir(parents=True, exist_ok=True)
-    junit = reports / "conformance.xml"
-    if not {"-h", "--help", "--version"} & set(args):  # those are not runs: nothing touched
-        junit.unlink(missing_ok=True)
-        remove_reports(reports)  # even pytest's own usage errors leave no older report
-    code = pytest.main([CONFORMANCE_TESTS, f"--junitxml={junit}", "-o", "junit_logging=no", *args])
-    if junit.exists():
-        print("\n=== conformance report ===")
-        print(summarise(junit))
-        print(f"(JUnit XML with per-worker timelines: {junit})")
-    if (reports / "report.html").exists():
-        print(f"(report.json, report.md, report.html: {reports})")
-    return int(code)
+def _quiet_on_closed_pipe() -> None:
+    """`plan | head`: a closed stdout ends a printing command quietly, as Unix tools do."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         prog="python -m harness",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser(
-        "conformance", help="run the conformance suite (other arguments go to pytest)"
-    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=UsageParser)
+    conformance.register(commands)
+    models.register(commands)
     topologies = commands.add_parser("topologies", help="print the contract table")
     topologies.add_argument("--gpu", action="store_true", help="the GPU layouts instead")
     plan = commands.add_parser("plan", help="print every worker's command; start nothing")
     plan.add_argument("--tier", choices=list(TIERS), default=GPU.name)
-    plan.add_argument("--gpus", type=int, default=1, help="GPUs visible to the run (GPU tier)")
+    plan.add_argument(
+        "--gpus", type=int, default=None, help="GPUs visible to the run (GPU tier; default 1)"
+    )
     plan.add_argument(
         "--gpu-memory",
         type=float,
@@ -180,25 +170,6 @@ def _parser() -> argparse.ArgumentParser:
     history.add_argument("--topology", action="append", default=[], metavar="NAME")
     history.add_argument("--envs-dir", default=None, help="where the release environments are")
     history.add_argument("--out", default=None, help="folder for the table (default reports/)")
-    models = commands.add_parser(
-        "models", help="GPU-tier models: list where each is, or fetch them into the HF cache"
-    )
-    models.add_argument("action", choices=["list", "fetch"])
-    models.add_argument("topology", nargs="*", help="default: every topology")
-    models.add_argument("--model", action="append", default=[], metavar="KEY=REF")
-    models.add_argument(
-        "-m",
-        dest="marks",
-        default=None,
-        metavar="EXPR",
-        help="exactly the models of the GPU-tier scenarios this marker expression selects "
-        "(pytest's own -m) that fit this machine's GPUs",
-    )
-    models.add_argument("--gpus", type=int, default=None, help="with -m: GPUs (default: visible)")
-    models.add_argument("--gpu-memory", type=float, default=None, metavar="GIB")
-    models.add_argument(
-        "--dry-run", action="store_true", help="list what would be fetched, with sizes"
-    )
     commands.add_parser(
         "preflight",
         help="the GPU job's checks (image, driver, GPUs, versions, etcd/NATS)",
@@ -211,33 +182,39 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["conformance"]:  # everything after it belongs to pytest
-        return conformance(argv[1:])
     if argv[:1] == ["preflight"]:  # its own options (standard library only)
         from harness.runtime.preflight import main as preflight
 
         return preflight(argv[1:])
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    positionals = getattr(args, "positionals_anywhere", None)  # `models list --check NAME`
+    if positionals and extra and not any(e.startswith("-") for e in extra):
+        getattr(args, positionals).extend(extra)
+        extra = []
+    if extra and not getattr(args, "takes_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        if args.command == "conformance":
+            return args.run(args, extra)
+        if args.command == "history":
+            from harness.history.command import history_command
+
+            return history_command(args, catalogue_module.load())
+        if args.command == "up":
+            return up_command.up_command(args)
+        if args.command == "audit":
+            return audit_command.audit_command(args)
+        _quiet_on_closed_pipe()
         if args.command == "topologies":
             print(gpu_table() if args.gpu else topologies_table())
         elif args.command == "plan":
             from harness.runtime.plan import plan_command
 
+            _check_plan(args)
             print(plan_command(catalogue_module.load(), args))
-        elif args.command == "models":
-            from harness.runtime.model_fetch import models_command
-
-            return models_command(catalogue_module.load(), args)
-        elif args.command == "up":
-            return up_command.up_command(args)
-        elif args.command == "audit":
-            return audit_command.audit_command(args)
-        elif args.command == "history":
-            from harness.history.command import history_command
-
-            return history_command(args, catalogue_module.load())
+        else:
+            return args.run(args)
     except (KeyError, ValueError) as bad_input:  # unknown topology, bad --model
         parser.error(str(bad_input.args[0] if bad_input.args else bad_input))
     return 0

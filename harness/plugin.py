@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from harness import catalogue, ports, usage
+from harness import catalogue, ports, pytest_options, usage
 from harness.deployment import Deployment, Session, Settings
 from harness.frontend import start_frontend
 from harness.history import record
-from harness.infra import PROVIDERS, Endpoints, select_provider
+from harness.infra import Endpoints, select_provider
 from harness.infra.local_process import LocalProcessProvider
 from harness.model_source import ModelSource, describe_models, model_source
 from harness.observer import DiscoveryObserver
@@ -57,96 +57,17 @@ MARKERS = {
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("discovery-harness")
-    group.addoption(
-        "--infra",
-        default=os.environ.get("HARNESS_INFRA", "auto"),
-        choices=["auto", *PROVIDERS],
-        help="where etcd and NATS come from (default: external, docker, process)",
-    )
-    group.addoption(
-        "--tier",
-        default=os.environ.get("HARNESS_TIER", "auto"),
-        choices=["auto", *tier.TIERS],
-        help="auto (default): gpu where CUDA GPUs and a CUDA build of sglang are present, "
-        "else cpu; cpu: CPU stand-ins for sglang's GPU classes; gpu: real engines",
-    )
-    group.addoption(
-        "--model",
-        action="append",
-        default=[],
-        metavar="KEY=REF",
-        help="GPU tier: model name or local path per asset key (text, embedding, rerank, "
-        "vision-language, image, video); defaults: the catalogue's GPU_MODELS",
-    )
-    group.addoption(
-        "--register-deadline",
-        type=float,
-        default=None,
-        help="seconds for every worker to serve and register (default: the layout's start "
-        "timeout on the GPU tier; CPU tier: 30 from the template, 120 fresh)",
-    )
-    group.addoption(
-        "--card-grace",
-        type=float,
-        default=None,
-        help="seconds a serving worker may lack its card once all peers serve "
-        "(default: 5 CPU tier, 60 GPU tier)",
-    )
-    group.addoption(
-        "--inject-fault",
-        action="append",
-        default=[],
-        metavar="ROLE=FAULT",
-        help="CPU tier: run ROLE with a fault (see workers/faults.py) in every topology that "
-        "has that role, to see what the harness reports",
-    )
-    group.addoption(
-        "--spawn",
-        default=os.environ.get("HARNESS_SPAWN", "auto"),
-        choices=["auto", *spawn.SPAWN_MODES],
-        help="how CPU-tier workers start: zygote (auto's choice on the CPU tier) forks each "
-        "from a pre-imported template, fresh starts a new interpreter (the GPU tier's way)",
-    )
-    group.addoption(
-        "--port-range",
-        default=os.environ.get("HARNESS_PORT_RANGE"),
-        metavar="LOW-HIGH",
-        help="ports the harness may give processes (default 20000-32767)",
-    )
-    group.addoption(
-        "--progress",
-        default=os.environ.get("HARNESS_PROGRESS", "auto"),
-        choices=["auto", "on", "off"],
-        help="live start-up lines per worker (started, loading, serving, card, listed, first "
-        "answer) on stderr; auto (default): on for the GPU tier, whose starts take minutes",
-    )
-    group.addoption(
-        "--progress-heartbeat",
-        type=float,
-        default=30.0,
-        help="seconds between 'still starting' lines while a deployment starts",
-    )
-    group.addoption(
-        "--dynamo-env",
-        default=None,
-        help="a Dynamo release environment (built by `ci/setup.sh --dynamo VERSION`) whose "
-        "frontend and workers the run drives; default: the harness's own",
-    )
-    group.addoption(
-        "--probe-after-failure",
-        action="store_true",
-        help="when a deployment fails readiness, still send its topology's requests and "
-        "record the answers (for the conformance history)",
-    )
-    group.addoption(
-        "--list-deadline",
-        type=float,
-        default=None,
-        help="seconds from registration to the model listed and a request served "
-        "(default: 10 CPU tier, 30 GPU tier)",
-    )
-    report_run.add_option(group)
+    pytest_options.add_options(parser)
+    report_run.add_option(parser.getgroup(pytest_options.GROUP))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Iterator[int | pytest.ExitCode | None]:
+    """After pytest's --help: a pointer to the harness's group and its variables."""
+    result = yield
+    if config.option.help:
+        print(pytest_options.help_epilogue())
+    return result
 
 
 TIER_KEY = pytest.StashKey[tier.TierChoice]()
@@ -159,10 +80,8 @@ GPU_MEMORY_KEY = pytest.StashKey[tuple]()
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
-    described = {
+    described = {  # the tier once chosen, below
         "release": dynamo_env.active().version,
-        "tier": chosen_tier(config).name,
         "infra": config.getoption("infra"),
         "spawn": config.getoption("spawn"),
     }
@@ -170,10 +89,14 @@ def pytest_configure(config: pytest.Config) -> None:
         report_run.RunReport(config, described), "discovery-harness-report"
     )
     try:
+        pytest_options.check_values(config)
+        config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
+        described["tier"] = chosen_tier(config).name
         if config.getoption("dynamo_env"):
             chosen_env = dynamo_env.resolve(config.getoption("dynamo_env"))
             os.environ[dynamo_env.ENV_VARIABLE] = chosen_env.python
         apply_overrides({}, config.getoption("model"))
+        pytest_options.check_for_tier(config, chosen_tier(config))
         config.stash[SPAWN_KEY] = spawn.spawn_mode(
             config.getoption("spawn"), chosen_tier(config), dynamo_env.active().own
         )
@@ -230,6 +153,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     reporter.write_line(f"discovery harness: Dynamo: {dynamo_env.active().describe()}")
     models = describe_models(choice.tier, session.config.getoption("model"))
     reporter.write_line(f"discovery harness: models: {models}")
+    faults = session.config.stash[FAULTS_KEY]
+    injected = ", ".join(f"{role}={fault}" for role, fault in faults.items())
+    reporter.write_line(
+        "discovery harness: faults injected: "
+        + (f"{injected} (--inject-fault: failures below are on purpose)" if injected else "none")
+    )
     if choice.tier.gpus:
         share = session.config.stash[GPU_SHARE_KEY]
         reporter.write_line(f"discovery harness: GPUs: {','.join(share) or 'none visible'}")
@@ -293,6 +222,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[object]:
+    """`...[aggregated]` with --tier gpu finds nothing: say which ids that tier has."""
+    try:
+        return (yield)
+    except pytest.UsageError:
+        config = session.config
+        hint = pytest_options.tier_id_hint(
+            config.args, chosen_tier(config), catalogue.load().topologies
+        )
+        if hint is None:
+            raise
+        raise pytest.UsageError(hint) from None
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -486,15 +430,31 @@ def harness_session(
 DeployFn = Callable[..., Deployment]
 
 
+class _Deploy:
+    """The `deploy` fixture's value: shown as itself in a failing test's arguments."""
+
+    def __init__(self, deploy: DeployFn) -> None:
+        self._deploy = deploy
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Deployment:
+        __tracebackhide__ = True
+        return self._deploy(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return "<deploy fixture>"
+
+
+# `deploy(topology_or_scenario, faults={role: fault}, **options)`: start it and wait until it
+# is ready (raises ContractFailure otherwise). Options are Deployment's: fault_delay_s, strict,
+# sequential (the layout's start order on the CPU tier too), spawn ("fresh": fresh processes
+# whatever --spawn), order (every worker one at a time in that order, each registered or left
+# waiting for its peers before the next), frontend ("own" / "late"), env (for every worker).
+# A topology alone deploys its packed layout. Every deployment gets a verdict (verify() at
+# teardown if the test did not reach it) and is stopped after. (A comment, not a docstring: a
+# failure at teardown prints this function's source.)
 @pytest.fixture
 def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator[DeployFn]:
-    """`deploy(topology_or_scenario, faults={role: fault}, **options)`: start it and wait until
-    it is ready (raises ContractFailure otherwise). Options are Deployment's: fault_delay_s,
-    strict, sequential (the layout's start order on the CPU tier too), spawn ("fresh": fresh
-    processes whatever --spawn), order (every worker one at a time in that order, each
-    registered or left waiting for its peers before the next), frontend ("own" / "late"),
-    env (for every worker). A topology alone deploys its packed layout. Every deployment gets
-    a verdict (verify() at teardown if the test did not reach it) and is stopped after."""
+    """Deploy a topology and wait until it is ready; a verdict on each at teardown."""
     yield from _deployer(harness_session, request)
 
 
@@ -505,6 +465,7 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
     def _deploy(
         what: Topology | Scenario, faults: dict[str, str] | None = None, **options: Any
     ) -> Deployment:
+        __tracebackhide__ = True
         topology = what.topology if isinstance(what, Scenario) else what
         if faults is None:
             roles = {w.role for w in topology.workers}
@@ -520,9 +481,10 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
                 _probe(deployment)
             raise
 
+    __tracebackhide__ = True
     failures: list[ContractFailure] = []
     try:
-        yield _deploy
+        yield _Deploy(_deploy)
     finally:
         for deployment in started:
             _record_timeline(request, deployment)

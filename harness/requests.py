@@ -1,7 +1,7 @@
 """The requests a topology can declare, each with what a good answer looks like.
 
-A kind maps to one OpenAI-compatible call and a judge of its response. Judges check content,
-not just status: an empty completion from a 200 is a failure too.
+A kind maps to one OpenAI-compatible call and a judge of its response (harness.answers): a 200
+is judged on everything its API promises, not just its status.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
+from harness import answers
 from harness.http_client import RecordingClient
 
 
@@ -68,79 +67,78 @@ def _json(reply_body: str) -> Any:
         return None
 
 
+MAX_TOKENS = 8
+
+
+Judge = Callable[[Any, answers.Asked], list[str]]
+
+
+def _judged(kind: str, path: str, status: int, body: str, judge: Callable[[], list[str]]) -> Reply:
+    """A 200 is judged on everything its API promises (harness.answers); else its status."""
+    if status != 200:
+        return Reply(kind, path, status, f"status {status}", body)
+    problems = judge()
+    return Reply(kind, path, 200, "; ".join(problems) or None, body)
+
+
+def _post(
+    client: RecordingClient,
+    kind: str,
+    path: str,
+    payload: dict[str, Any],
+    asked: answers.Asked,
+    judge: Judge,
+    *,
+    json_object: bool = True,
+) -> Reply:
+    """POST the request and judge its answer (an object, unless `json_object` is False)."""
+    reply = client.post_json(path, payload)
+    data = _json(reply.text)
+
+    def problems() -> list[str]:
+        if json_object and not isinstance(data, dict):
+            return ["the body is not a JSON object"]
+        return judge(data, asked)
+
+    return _judged(kind, path, reply.status_code, reply.text, problems)
+
+
 def _chat(client: RecordingClient, model: str, *, image: bool, stream: bool, kind: str) -> Reply:
     path = "/v1/chat/completions"
-    payload = {"model": model, "messages": _chat_messages(image), "max_tokens": 8}
-    if stream:
-        payload["stream"] = True
-        status, events = client.stream_sse(path, payload)
-        text = "".join(
-            (choice.get("delta") or {}).get("content") or ""
-            for event in events
-            for choice in event.get("choices", [])
-        )
-        body = text if status == 200 else client.exchanges[-1].body
-        problem = None if status == 200 and text else f"no streamed content ({len(events)} events)"
-        return Reply(kind, path, status, problem if status == 200 else f"status {status}", body)
-    reply = client.post_json(path, payload)
-    data = _json(reply.text) or {}
-    content = ((data.get("choices") or [{}])[0].get("message") or {}).get("content")
-    return _judge(kind, path, reply, bool(content), "empty message content")
-
-
-def _judge(kind: str, path: str, reply: httpx.Response, good: bool, what: str) -> Reply:
-    if reply.status_code != 200:
-        return Reply(kind, path, reply.status_code, f"status {reply.status_code}", reply.text)
-    return Reply(kind, path, 200, None if good else what, reply.text)
+    payload = {"model": model, "messages": _chat_messages(image), "max_tokens": MAX_TOKENS}
+    asked = answers.Asked(model, max_tokens=MAX_TOKENS)
+    if not stream:
+        return _post(client, kind, path, payload, asked, answers.chat)
+    payload["stream"] = True
+    status, _events = client.stream_sse(path, payload)
+    raw = client.exchanges[-1].body
+    return _judged(kind, path, status, raw, lambda: answers.chat_stream(raw, asked))
 
 
 def _completion(client: RecordingClient, model: str) -> Reply:
-    path = "/v1/completions"
-    reply = client.post_json(path, {"model": model, "prompt": "Hello", "max_tokens": 8})
-    data = _json(reply.text) or {}
-    text = (data.get("choices") or [{}])[0].get("text")
-    return _judge("completion", path, reply, bool(text), "empty text")
+    payload = {"model": model, "prompt": "Hello", "max_tokens": MAX_TOKENS}
+    asked = answers.Asked(model, max_tokens=MAX_TOKENS)
+    return _post(client, "completion", "/v1/completions", payload, asked, answers.completion)
 
 
 def _embedding(client: RecordingClient, model: str) -> Reply:
-    path = "/v1/embeddings"
-    inputs = ["the quick brown fox", "a red square"]
-    reply = client.post_json(path, {"model": model, "input": inputs})
-    data = (_json(reply.text) or {}).get("data") or []
-    good = len(data) == len(inputs) and all(item.get("embedding") for item in data)
-    return _judge(
-        "embedding",
-        path,
-        reply,
-        good,
-        f"expected {len(inputs)} non-empty embeddings, got {len(data)}",
-    )
+    inputs = ("the quick brown fox", "a red square")
+    payload = {"model": model, "input": list(inputs)}
+    asked = answers.Asked(model, inputs=inputs)
+    return _post(client, "embedding", "/v1/embeddings", payload, asked, answers.embedding)
 
 
 def _rerank(client: RecordingClient, model: str) -> Reply:
-    path = "/v1/rerank"
-    documents = ["foxes jump", "etcd stores keys", "red squares"]
-    reply = client.post_json(path, {"model": model, "query": "what jumps?", "documents": documents})
-    data = _json(reply.text)
-    results = data if isinstance(data, list) else (data or {}).get("results") or []
-    good = len(results) == len(documents) and all(
-        "relevance_score" in r or "score" in r for r in results
-    )
-    return _judge(
-        "rerank",
-        path,
-        reply,
-        good,
-        f"expected {len(documents)} scored results, got {len(results)}",
-    )
-
-
-def _media(kind: str, path: str, client: RecordingClient, payload: dict[str, Any]) -> Reply:
-    """Image and video generation: data[0] must carry the media (inline or by URL)."""
-    reply = client.post_json(path, payload)
-    data = (_json(reply.text) or {}).get("data") or []
-    good = bool(data) and bool(data[0].get("b64_json") or data[0].get("url"))
-    return _judge(kind, path, reply, good, f"no {kind} in data[]")
+    documents = ("foxes jump", "etcd stores keys", "red squares")
+    payload = {
+        "model": model,
+        "query": "what jumps?",
+        "documents": list(documents),
+        "top_n": 2,
+        "return_documents": True,
+    }
+    asked = answers.Asked(model, documents=documents, top_n=2)
+    return _post(client, "rerank", "/v1/rerank", payload, asked, answers.rerank, json_object=False)
 
 
 # Sizes the real pipelines accept, as Dynamo's own diffusion tests send them
@@ -159,7 +157,8 @@ def _image(client: RecordingClient, model: str) -> Reply:
         "n": 1,
         "nvext": {"num_inference_steps": IMAGE_STEPS},
     }
-    return _media("image", "/v1/images/generations", client, payload)
+    asked = answers.Asked(model, count=1, size=(32, 32))
+    return _post(client, "image", "/v1/images/generations", payload, asked, answers.image)
 
 
 def _video(client: RecordingClient, model: str) -> Reply:
@@ -171,7 +170,7 @@ def _video(client: RecordingClient, model: str) -> Reply:
         "response_format": "b64_json",
         "nvext": {"num_frames": VIDEO_FRAMES, "fps": 8, "num_inference_steps": VIDEO_STEPS},
     }
-    return _media("video", "/v1/videos", client, payload)
+    return _post(client, "video", "/v1/videos", payload, answers.Asked(model), answers.video)
 
 
 KINDS: dict[str, Callable[[RecordingClient, str], Reply]] = {

@@ -212,6 +212,10 @@ class Scenario:
     topology: Topology
     placement: Placement
 
+    def __repr__(self) -> str:
+        """Its test id (a failure's traceback shows the argument, not the whole catalogue)."""
+        return f"<scenario {self.topology.name}-{self.placement.name}>"
+
     @classmethod
     def packed(cls, topology: Topology) -> Scenario:
         return cls(topology, topology.gpu.packed)

@@ -26,22 +26,30 @@ class Violation:
     kind: str
     role: str | None  # the worker it concerns; None for topology-wide findings
     message: str
+    # What backs it up at length (a worker's log lines and the log's path): printed after
+    # every violation's message, so the first screen of a failure is the violations.
+    evidence: str = ""
 
     def __str__(self) -> str:
         return f"[{self.kind}] {self.message}"
 
 
 class ContractFailure(AssertionError):
-    """Raised with every violation found, so one run shows all that is wrong."""
+    """Raised with every violation found, so one run shows all that is wrong: first each
+    violation, then the evidence (log excerpts)."""
 
     def __init__(self, topology: str, violations: list[Violation]) -> None:
         self.topology = topology
         self.violations = list(violations)
         listing = "\n\n".join(str(v) for v in self.violations)
-        super().__init__(
+        evidence = "\n\n".join(v.evidence for v in self.violations if v.evidence)
+        text = (
             f"topology '{topology}' broke its discovery contract "
             f"({len(self.violations)} violation(s)):\n\n{listing}"
         )
+        if evidence:
+            text += f"\n\n--- evidence ---\n{evidence}"
+        super().__init__(text)
 
     def kinds(self) -> set[str]:
         return {v.kind for v in self.violations}

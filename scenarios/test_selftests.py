@@ -85,8 +85,13 @@ def test_skipped_registration_is_caught_and_names_the_role(topology, role, deplo
     failure = _deploy_and_verify(deploy, topology, faults={role: "skip-registration"})
     message = _only_message(failure, NEVER_REGISTERED, role)
     assert f"worker '{role}' (pid " in message
+    assert "start path " + ", ".join(topology.worker(role).start_paths) in message
     assert "serving but without a model card" in message
-    assert "HARNESS-FAULT skip-registration" in message  # the log tail is in the message
+    evidence = failure.find(NEVER_REGISTERED, role)[0].evidence
+    assert "HARNESS-FAULT skip-registration" in evidence  # the log lines that matter
+    assert f"worker '{role}' (pid " in evidence and ".log (" in evidence  # the log's path
+    before_logs = str(failure).split("--- evidence ---")[0]
+    assert len(before_logs.splitlines()) <= 25, before_logs  # pytest adds ~15: one screen
     assert {v.role for v in failure.find(NEVER_REGISTERED)} == {role}
 
 
@@ -167,8 +172,8 @@ def test_registration_later_than_the_deadline_is_never_registered(deploy):
     failure = _deploy_and_verify(
         deploy, AGGREGATED, faults={"worker": "delayed-registration"}, fault_delay_s=900
     )
-    message = _only_message(failure, NEVER_REGISTERED, "worker")
-    assert "HARNESS-FAULT delayed-registration" in message
+    evidence = failure.find(NEVER_REGISTERED, "worker")[0].evidence
+    assert "HARNESS-FAULT delayed-registration" in evidence
 
 
 @pytest.mark.nightly

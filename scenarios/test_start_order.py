@@ -20,10 +20,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge, pytest
 def test_layout_start_order_registers_and_serves(topology, deploy):
     deployment = deploy(topology, sequential=True)
     order = topology.gpu.packed.start_order
+    assert len(order) >= 2, f"{topology.name}'s packed layout has no start order to check"
     rows = {row.role: row for row in deployment.timeline()}
+    assert set(order) <= rows.keys(), (order, sorted(rows))
     for earlier, later in itertools.pairwise(order):
         assert rows[later].started >= rows[earlier].instance_at, (earlier, later, rows)
     replies = [deployment.send(kind) for kind in topology.requests]
+    assert replies, f"{topology.name} declares no request to send"
     assert all(reply.ok for reply in replies), "\n".join(r.describe() for r in replies)
     deployment.verify()
 
@@ -50,5 +53,6 @@ def test_every_start_order_lists_only_a_servable_model(topology, order, deploy):
     started = [row.role for row in sorted(deployment.timeline(), key=lambda row: row.started)]
     assert started == list(order)
     replies = [deployment.send(kind) for kind in topology.requests]
+    assert replies, f"{topology.name} declares no request to send"
     assert all(reply.ok for reply in replies), "\n".join(r.describe() for r in replies)
     deployment.verify()

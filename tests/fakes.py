@@ -19,6 +19,7 @@ class FakeWorker:
     pid: int = 4242
     tcp_port: int | None = 25012
     registrants: int = 1
+    start_paths: tuple[str, ...] = ("init_decode",)
 
 
 def instance_entry(component: str, instance_id: int, port: int, host: str = "127.0.0.1"):

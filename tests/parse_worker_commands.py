@@ -36,11 +36,16 @@ def _plain(namespace: object) -> dict[str, Any]:
 def parse(argv: list[str]) -> dict[str, Any]:
     from dynamo.sglang.args import parse_args
 
+    said = io.StringIO()
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(said):
             config = asyncio.run(parse_args(argv))
-    except BaseException as error:  # argparse exits; validation raises
-        return {"error": f"{type(error).__name__}: {error}"}
+    except BaseException as error:  # argparse exits (its message on stderr); validation raises
+        return {
+            "error": f"{type(error).__name__}: {error}",
+            "error_kind": type(error).__name__,
+            "said": said.getvalue(),
+        }
     return {
         "server": _plain(config.server_args),
         "dynamo": _plain(config.dynamo_args),

@@ -65,7 +65,7 @@ def test_each_wrong_field_is_named():
         "model name 'model-x', expected 'model-y'",
     ):
         assert expected in messages
-    assert "worker 'worker' (pid 4242)" in messages
+    assert "worker 'worker' (pid 4242, start path init_decode)" in messages
 
 
 def test_internal_worker_with_a_public_type_is_advertised():

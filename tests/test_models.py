@@ -80,10 +80,17 @@ def test_gpu_needs_follow_the_catalogue_and_overrides():
     ]
 
 
-def _fake_download(hf_home: Path, source: Path, marker_dir: Path):
+def _fake_download(hf_home: Path, source: Path, marker_dir: Path, fetchers: int = 1):
+    """A download that records itself and, before it finishes, waits until `fetchers`
+    processes have entered fetch: with two, the second is proven to run while the first holds
+    the lock (a deadline, not a sleep, bounds the wait)."""
+
     def download(ref: str) -> str:
-        (marker_dir / f"{os.getpid()}-{time.monotonic_ns()}").write_text(ref)
-        time.sleep(0.5)  # long enough for a second fetcher to be waiting on the lock
+        (marker_dir / f"download-{os.getpid()}").write_text(ref)
+        deadline = time.monotonic() + 60
+        while len(list(marker_dir.glob("entered-*"))) < fetchers:
+            assert time.monotonic() < deadline, "the other fetcher never entered fetch"
+            time.sleep(0.01)
         return str(cache_model(hf_home, ref, source))
 
     return download
@@ -92,21 +99,24 @@ def _fake_download(hf_home: Path, source: Path, marker_dir: Path):
 def test_fetch_downloads_each_model_once_and_then_finds_it(hf_home, tmp_path):
     markers = tmp_path / "markers"
     markers.mkdir()
-    download = _fake_download(hf_home, _tiny(tmp_path), markers)
+    download = _fake_download(hf_home, _tiny(tmp_path), markers, fetchers=0)
     needs = [ModelNeed("disaggregated", "text", "org/m"), ModelNeed("aggregated", "text", "org/m")]
     said: list[str] = []
     located = models.fetch(needs, say=said.append, download=download)
     assert located == {"org/m": models.locate("org/m")}
-    assert len(list(markers.iterdir())) == 1
+    assert len(list(markers.glob("download-*"))) == 1
     assert "aggregated/text, disaggregated/text" in said[0]
     models.fetch(needs, say=said.append, download=download)
-    assert len(list(markers.iterdir())) == 1 and "already available" in said[-1]
+    assert len(list(markers.glob("download-*"))) == 1 and "already available" in said[-1]
 
 
 def _fetch_in_process(hf_home: str, source: str, markers: str) -> None:
     os.environ["HF_HOME"] = hf_home
-    download = _fake_download(Path(hf_home), Path(source), Path(markers))
-    models.fetch([ModelNeed("aggregated", "text", "org/m")], say=lambda _: None, download=download)
+    download = _fake_download(Path(hf_home), Path(source), Path(markers), fetchers=2)
+    said: list[str] = []
+    (Path(markers) / f"entered-{os.getpid()}").write_text("")
+    models.fetch([ModelNeed("aggregated", "text", "org/m")], say=said.append, download=download)
+    (Path(markers) / f"said-{os.getpid()}").write_text("\n".join(said))
 
 
 def test_concurrent_fetches_download_once_under_the_lock(hf_home, tmp_path):
@@ -123,7 +133,15 @@ def test_concurrent_fetches_download_once_under_the_lock(hf_home, tmp_path):
     for proc in procs:
         proc.join(60)
         assert proc.exitcode == 0
-    assert len(list(markers.iterdir())) == 1
+    # Both were inside fetch while the one download ran (it waited for them); the other
+    # fetcher, held on the lock meanwhile, found the model instead of downloading it.
+    assert len(list(markers.glob("entered-*"))) == 2
+    assert len(list(markers.glob("download-*"))) == 1
+    said = sorted(p.read_text() for p in markers.glob("said-*"))
+    assert [("downloading" in s, "already available" in s) for s in said] in (
+        [(True, False), (False, True)],
+        [(False, True), (True, False)],
+    ), said
     assert (hf_home / "hub" / models.FETCH_LOCK_NAME).exists()
 
 

@@ -1,54 +1,136 @@
-"""The harness's own bad input is one clear usage error (exit 4) before anything starts:
-nothing is deployed, no test passes by doing nothing."""
+"""The harness's own bad input is one clear usage error before anything starts: exit 4, one
+line on stderr, no traceback; nothing is deployed, no test passes by doing nothing.
+
+One table over every kind: a non-positive duration, an unknown key, role, fault, topology
+or choice, an option the chosen tier would ignore, and the CLI's commands alike."""
 
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
-from tests.inner_pytest import run_pytest
+from tests.inner_pytest import ROOT, run_pytest, session_env
 
 SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated]"
+GPU_SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated-1gpu]"
+
+# (id, pytest arguments, environment, what the one line says)
+PYTEST_CASES = [
+    ("negative-register-deadline", ["--register-deadline", "-1"], {}, "more than 0 seconds"),
+    ("negative-card-grace", ["--card-grace", "-5"], {}, "--card-grace -5: a duration"),
+    ("zero-list-deadline", ["--list-deadline", "0"], {}, "--list-deadline 0: a duration"),
+    ("zero-heartbeat", ["--progress-heartbeat", "0"], {}, "--progress-heartbeat 0: a dur"),
+    ("unknown-role", ["--inject-fault", "no-such-role=skip-registration"], {}, "no topology"),
+    ("unknown-fault", ["--inject-fault", "worker=no-such-fault"], {}, "unknown fault 'no-such"),
+    ("malformed-fault", ["--inject-fault", "worker"], {}, "takes ROLE=FAULT"),
+    ("unknown-infra", ["--infra", "carrier-pigeon"], {}, "--infra 'carrier-pigeon': not one"),
+    ("unknown-infra-env", [], {"HARNESS_INFRA": "pigeon"}, "(from HARNESS_INFRA)"),
+    ("unknown-tier", ["--tier", "tpu"], {}, "--tier 'tpu': not one of auto, cpu, gpu"),
+    ("unknown-spawn", ["--spawn", "clone"], {}, "--spawn 'clone': not one of"),
+    ("unknown-progress", ["--progress", "loud"], {}, "--progress 'loud': not one of"),
+    ("unknown-model-key", ["--model", "diffusion=x/y"], {}, "unknown asset key 'diffusion'"),
+    ("model-on-cpu-tier", ["--tier", "cpu", "--model", "text=/nonexistent"], {}, "ignores"),
+    (
+        "fault-on-gpu-tier",
+        ["--tier", "gpu", "--inject-fault", "worker=skip-registration"],
+        {},
+        "faults exist only in the CPU tier's launcher",
+    ),
+    ("small-range", ["--port-range", "30000-30010"], {}, "a session needs at least 64"),
+    ("bad-range", ["--port-range", "80-90000"], {}, "needs 1024 <= LOW < HIGH <= 32767"),
+    ("zygote-on-gpu", ["--tier", "gpu", "--spawn", "zygote"], {}, "--spawn zygote exists"),
+    ("no-dynamo-env", ["--dynamo-env", "/no/such/env"], {}, "no python interpreter there"),
+]
 
 
-def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return run_pytest("-q", *args, env=env, timeout=120)
+@pytest.mark.parametrize(
+    ("args", "env", "says"),
+    [pytest.param(args, env, says, id=name) for name, args, env, says in PYTEST_CASES],
+)
+def test_bad_option_is_one_usage_error(args, env, says):
+    result = run_pytest("-q", *args, SCENARIO, env=env, timeout=60)
+    _assert_one_usage_error(result, says, "ERROR: ")
 
 
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--inject-fault", "no-such-role=skip-registration"], "no topology has a role"),
-        (["--inject-fault", "worker=no-such-fault"], "unknown fault 'no-such-fault'"),
-        (["--inject-fault", "worker"], "takes ROLE=FAULT"),
-        (["--infra", "carrier-pigeon"], "invalid choice: 'carrier-pigeon'"),
-        (["--port-range", "30000-30010"], "a session needs at least 64"),
-        (["--port-range", "80-90000"], "needs 1024 <= LOW < HIGH <= 32767"),
-        (["--tier", "gpu", "--spawn", "zygote"], "--spawn zygote exists on the CPU tier only"),
-        (["--dynamo-env", "/no/such/env"], "no python interpreter there"),
+        (["--tier", "gpu", SCENARIO], "on the GPU tier each layout is its own test: "),
+        (["--tier", "cpu", GPU_SCENARIO], "on the CPU tier the id is [aggregated]"),
     ],
-    ids=[
-        "unknown-role",
-        "unknown-fault",
-        "malformed-fault",
-        "unknown-infra",
-        "small-range",
-        "bad-range",
-        "zygote-on-gpu",
-        "no-dynamo-env",
-    ],
+    ids=["cpu-id-on-gpu-tier", "gpu-id-on-cpu-tier"],
 )
-def test_bad_option_is_a_usage_error(args, says):
-    result = _run(*args, SCENARIO)
-    assert result.returncode == 4, result.stdout[-2000:] + result.stderr[-2000:]
-    assert says in result.stderr, result.stderr[-2000:]
+def test_a_test_id_of_the_other_tier_names_this_tiers_ids(args, says):
+    # One GPU said to be visible: with none, "no GPU" would be the usage error instead.
+    result = run_pytest("-q", *args, env={"CUDA_VISIBLE_DEVICES": "0"}, timeout=60)
+    _assert_one_usage_error(result, says, "ERROR: ")
+    if "--tier" in args and "gpu" in args:
+        assert "[aggregated-1gpu]" in result.stderr
+
+
+CLI_CASES = [
+    ("plan-zero-gpus", ["plan", "--gpus", "0"], "--gpus 0: a GPU-tier plan needs at least 1"),
+    ("plan-negative-gpus", ["plan", "--gpus", "-3"], "--gpus -3: a GPU-tier plan needs"),
+    ("plan-cpu-gpus", ["plan", "--tier", "cpu", "--gpus", "2"], "--gpus: the CPU tier"),
+    ("plan-cpu-model", ["plan", "--tier", "cpu", "--model", "text=/nonexistent"], "tiny models"),
+    ("plan-unknown-topology", ["plan", "--topology", "nope"], "unknown topology 'nope'"),
+    ("plan-unknown-key", ["plan", "--model", "diffusion=x"], "unknown asset key 'diffusion'"),
+    ("plan-unknown-tier", ["plan", "--tier", "tpu"], "invalid choice: 'tpu'"),
+    ("conformance-unknown-topology", ["conformance", "--topology", "nope"], "no such topology"),
+    (
+        "conformance-empty-selection",
+        ["conformance", "-k", "no-such-test", "--infra", "process", "-p", "no:cacheprovider"],
+        "the selection holds no conformance test",
+    ),
+    ("models-unknown-topology", ["models", "list", "nope"], "unknown topology 'nope'"),
+    ("topologies-unknown-option", ["topologies", "--cpu"], "unrecognized arguments: --cpu"),
+    ("unknown-command", ["bogus"], "invalid choice: 'bogus'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"), [pytest.param(args, says, id=name) for name, args, says in CLI_CASES]
+)
+def test_bad_cli_input_is_one_usage_error(args, says):
+    result = subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=session_env(),
+    )
+    _assert_one_usage_error(result, says, ": error: ")
+
+
+def test_an_empty_selection_leaves_the_report_alone():
+    report = ROOT / "reports" / "conformance.xml"
+    before = report.stat().st_mtime_ns if report.exists() else None
+    test_bad_cli_input_is_one_usage_error(
+        ["conformance", "-k", "no-such-test", "-p", "no:cacheprovider"],
+        "the selection holds no conformance test",
+    )
+    assert (report.stat().st_mtime_ns if report.exists() else None) == before
 
 
 def test_a_missing_etcd_binary_is_a_usage_error_naming_what_to_install(tmp_path):
     bare = tmp_path / "bin"
     bare.mkdir()
-    result = _run("--infra", "process", SCENARIO, env={"PATH": str(bare)})
+    result = run_pytest("-q", "--infra", "process", SCENARIO, env={"PATH": str(bare)}, timeout=60)
     assert result.returncode == 4, result.stdout[-2000:] + result.stderr[-2000:]
     assert "etcd and nats-server not on PATH" in result.stderr
     assert "apt-get install etcd-server nats-server" in result.stderr
+
+
+def _assert_one_usage_error(
+    result: subprocess.CompletedProcess[str], says: str, prefix: str
+) -> None:
+    shown = result.stdout[-2000:] + result.stderr[-2000:]
+    assert result.returncode == 4, shown
+    assert "Traceback" not in result.stderr + result.stdout, shown
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, shown
+    assert prefix in lines[0], shown
+    assert says in lines[0], shown

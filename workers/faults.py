@@ -17,6 +17,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from workers.bad_answers import BAD_ANSWERS
+from workers.bad_answers import install as install_bad_answer
+
 logger = logging.getLogger("workers.faults")
 
 FAULTS = (
@@ -31,6 +34,7 @@ FAULTS = (
     "lora-as-chat",
     "lora-card-stays",
     "unready-after-registration",
+    *BAD_ANSWERS,  # right registration, wrong answers (workers/bad_answers.py)
 )
 # Set by the harness for the worker; its own python children (the gateway's) inherit them,
 # and their start-up hook installs the same fault (workers/startup/sitecustomize.py).
@@ -258,3 +262,5 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
         _lora_as_chat()
     elif fault == "lora-card-stays":
         _lora_card_stays()
+    elif fault in BAD_ANSWERS:
+        install_bad_answer(fault, _replace_generates)

@@ -437,6 +437,7 @@ class Deployment:
 
     def await_ready(self) -> Deployment:
         """Every worker registered as declared and every public model listed, or fail."""
+        __tracebackhide__ = True  # a failure shows the test's line and the violations
         try:
             violations = self._without_known(readiness.ready_violations(self))
         except BaseException as error:
@@ -473,6 +474,7 @@ class Deployment:
 
     def verify(self) -> None:
         """Raise ContractFailure for anything wrong since readiness."""
+        __tracebackhide__ = True
         self.verdict_given = True
         violations: list[Violation] = []
         for worker in self.workers:

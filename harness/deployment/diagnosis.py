@@ -1,18 +1,57 @@
-"""What a failure says: the worker's role and pid, what the harness waited for, the keys it
-saw, and the tail of the worker's log."""
+"""What a failure says, violation first: the worker's role, pid and start path (the branch of
+dynamo.sglang's start-up it took: where to read Dynamo's code), what the harness expected and
+what it saw, the keys; then, as evidence, the log lines that matter and the full log's path."""
 
 from __future__ import annotations
 
+import re
+
+from harness import checks
 from harness.checks import WorkerRecords
 from harness.deployment.worker import Worker
 from harness.observer import DiscoveryState
+from harness.processes import without_colours
 from harness.violations import NEVER_REGISTERED, WORKER_EXITED, Violation
+
+# Log lines worth reading first: errors and tracebacks, anything about registration or
+# discovery, and the lines an injected fault prints.
+MATTERS = re.compile(
+    r"\b(ERROR|CRITICAL|FATAL)\b|Traceback|Error\b|Exception\b|regist|model card|"
+    r"HARNESS-FAULT|exit",
+    re.IGNORECASE,
+)
+EXCERPT_LINES = 15
+LAST_LINES = 3
 
 
 def keys_summary(state: DiscoveryState, namespace: str) -> str:
     keys = [k for k in state.keys(namespace) if "/instances/" in k or "/mdc/" in k]
     listing = "\n".join(f"    {k}" for k in keys) or "    (none)"
     return f"etcd keys in namespace {namespace}:\n{listing}"
+
+
+who = checks.named
+
+
+def log_evidence(worker: Worker, lines: int = EXCERPT_LINES) -> str:
+    """The worker's log lines that matter (errors, registration, faults), else its last
+    lines, under the full log's path."""
+    path = worker.proc.log_path
+    try:
+        text = without_colours(path.read_text(errors="replace"))
+    except FileNotFoundError:
+        return f"worker '{worker.role}' (pid {worker.pid}): no log at {path}"
+    everything = text.splitlines()
+    # The lines that matter, then the last few (what it was doing when the harness looked).
+    last = range(max(0, len(everything) - LAST_LINES), len(everything))
+    matching = [i for i, line in enumerate(everything) if MATTERS.search(line)]
+    chosen = sorted({*matching[-(lines - LAST_LINES) :], *last})
+    what = "lines about errors, registration and faults, and the last lines"
+    shown = "\n".join(f"    | {everything[i]}" for i in chosen) or "    (log empty)"
+    return (
+        f"worker '{worker.role}' (pid {worker.pid}) log: {path} ({len(everything)} lines; "
+        f"{what}, {len(chosen)} of them):\n{shown}"
+    )
 
 
 def never_registered(
@@ -25,13 +64,16 @@ def never_registered(
         if records.generate
         else f"no instance of {namespace}/{worker.component}/generate"
     )
+    expected = worker.expected.describe() if worker.expected else "no card"
     return Violation(
         NEVER_REGISTERED,
         worker.role,
-        f"worker '{worker.role}' (pid {worker.pid}) never registered ({what}): "
-        f"waiting for its model card at v1/mdc/{namespace}/{worker.component}/generate/…; "
-        f"instance keys {instance_keys}, model cards {cards}, waited {waited}; "
-        f"last log lines:\n{worker.proc.log_tail()}",
+        f"{who(worker)} never registered ({what})\n"
+        f"  expected: a model card at v1/mdc/{namespace}/{worker.component}/generate/… "
+        f"({expected})\n"
+        f"  seen:     instance keys {instance_keys}, model cards {cards}\n"
+        f"  waited:   {waited}",
+        log_evidence(worker),
     )
 
 
@@ -39,9 +81,9 @@ def exited(worker: Worker, state: DiscoveryState, namespace: str, waiting_for: s
     return Violation(
         WORKER_EXITED,
         worker.role,
-        f"worker '{worker.role}' (pid {worker.pid}) exited with code "
-        f"{worker.proc.returncode} while waiting for {waiting_for}; "
-        f"{keys_summary(state, namespace)}\nlast log lines:\n{worker.proc.log_tail()}",
+        f"{who(worker)} exited with code {worker.proc.returncode} while waiting for "
+        f"{waiting_for}; {keys_summary(state, namespace)}",
+        log_evidence(worker),
     )
 
 

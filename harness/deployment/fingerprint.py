@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any
 
+from harness.answers import sse_events
 from harness.observer import DiscoveryState
 from harness.requests import Reply
 
@@ -65,10 +66,14 @@ def answer_fingerprint(reply: Reply, model_name: str) -> tuple[str, int, Any]:
             return value.replace(model_name, "<model>")
         return value
 
-    try:
-        body: Any = json.loads(reply.body)
-    except ValueError:
-        body = reply.body
+    body: Any
+    if reply.body.startswith("data:"):  # a stream: its events
+        body, _ = sse_events(reply.body)
+    else:
+        try:
+            body = json.loads(reply.body)
+        except ValueError:
+            body = reply.body
     return reply.kind, reply.status, walk(body)
 
 

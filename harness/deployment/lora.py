@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from harness.checks import WorkerView, compare_card
+from harness.checks import WorkerView, compare_card, named
 from harness.deadline import Deadline
 from harness.deployment import Deployment, Worker
 from harness.observer import DiscoveryState
@@ -69,7 +69,7 @@ def lora_violations(
 ) -> list[Violation]:
     """A loaded LoRA has exactly one card on the worker, of the worker's own role; an
     unloaded one has none."""
-    who = f"worker '{worker.role}' (pid {worker.pid})"
+    who = named(worker)
     if not loaded:
         return [
             Violation(

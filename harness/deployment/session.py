@@ -31,6 +31,10 @@ class Session:
     spawner: Zygote | None = None  # CPU tier: the worker template; None: fresh processes
     stops: BackgroundStops = field(default_factory=BackgroundStops)
 
+    def __repr__(self) -> str:
+        """Short: a failing test's traceback shows its fixtures' values."""
+        return f"<harness session: etcd {self.endpoints.etcd}, {self.settings.tier} tier>"
+
     @property
     def hf_home(self) -> Path:
         """CPU tier: one private, empty Hugging Face home for every process of the session."""

@@ -41,6 +41,10 @@ class Worker:
         return self.spec.registers
 
     @property
+    def start_paths(self) -> tuple[str, ...]:
+        return self.spec.start_paths
+
+    @property
     def pid(self) -> int:
         return self.proc.pid
 

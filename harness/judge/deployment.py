@@ -113,11 +113,7 @@ def after_ready(
     """What went wrong once the deployment was ready: refused or bad answers, workers the
     frontend rejected, and discovery's state now."""
     violations = checks.bad_exchanges(list(exchanges))
-    violations += [
-        Violation(BAD_CONTENT, None, f"request judged bad: {r.describe()}")
-        for r in replies
-        if not r.ok and r.status == 200
-    ]
+    violations += [bad_answer(r, workers) for r in replies if not r.ok and r.status == 200]
     violations += checks.incompatible_workers(frontend_log, model_name)
     for worker in workers:
         records = worker_records(state, namespace, worker, workers)
@@ -126,3 +122,18 @@ def after_ready(
     violations += checks.cards_without_instances(state, namespace)
     violations += checks.non_loopback_addresses(state, namespace)
     return violations
+
+
+def bad_answer(reply: Reply, workers: Sequence[WorkerView]) -> Violation:
+    """A 200 whose answer breaks what its API promises, named by the worker that serves the
+    topology's public model (the role the frontend routes the request to)."""
+    public = [w.role for w in workers if w.expected is not None and w.expected.public]
+    roles = public or [w.role for w in workers] or ["?"]
+    behind = [w.role for w in workers if w.role != roles[0]]
+    pipeline = f" (with {', '.join(behind)} behind it)" if behind else ""
+    return Violation(
+        BAD_CONTENT,
+        roles[0],
+        f"{reply.kind} answer of worker '{roles[0]}'{pipeline} broke its API: 200, but "
+        f"{reply.problem}; {reply.describe()}",
+    )

@@ -1,0 +1,84 @@
+"""What a user sees of the CLI and of pytest's help: conformance's own help, models list's
+exit and status column, a closed pipe, the harness's group in `pytest --help`, and the run's
+first lines naming the faults injected."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+from harness.pytest_options import ENV_VARIABLES
+from tests.inner_pytest import ROOT, run_pytest, session_env
+from workers.faults import FAULTS
+
+SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated]"
+
+
+def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=session_env(**(env or {})),
+    )
+
+
+def test_conformance_help_says_what_it_runs_and_shows_no_report():
+    result = _harness("conformance", "--help")
+    assert result.returncode == 0, result.stderr
+    assert "scenarios/test_topologies.py::test_registers_and_serves" in result.stdout
+    assert "reports/conformance.xml" in result.stdout and "--topology NAME" in result.stdout
+    assert "=== conformance report ===" not in result.stdout  # no old report
+    assert "general:" not in result.stdout and "--junitxml" not in result.stdout  # no pytest help
+
+
+def test_models_list_exits_0_with_a_status_column_once(tmp_path):
+    empty = {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    listed = _harness("models", "list", "rerank", env=empty)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    rows = [line for line in listed.stdout.splitlines() if "topology 'rerank'" in line]
+    assert len(rows) == 1 and rows[0].startswith("MISSING "), listed.stdout
+    assert listed.stderr == ""  # printed once
+    checked = _harness("models", "list", "--check", "rerank", env=empty)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+
+
+def test_a_closed_pipe_ends_a_printing_command_quietly():
+    for command in (["plan"], ["topologies"]):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness", *command],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=session_env(),
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.readline()
+        proc.stdout.close()  # `| head -1`
+        errors = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) in (0, -signal.SIGPIPE), errors
+        assert "Traceback" not in errors and "BrokenPipeError" not in errors, errors
+
+
+def test_pytest_help_shows_the_harness_group_early_with_roles_faults_and_variables():
+    result = run_pytest("--help", env={"COLUMNS": "2000"}, timeout=60)  # no wrapping
+    lines = result.stdout.splitlines()
+    group = next(i for i, line in enumerate(lines) if line.startswith("discovery harness"))
+    assert lines.index("general:") < group < lines.index("Reporting:")  # right after general
+    text = " ".join(" ".join(lines).split())
+    assert "Roles: decode, diffusion-llm" in text and all(f in text for f in FAULTS)
+    assert "else process (local etcd and nats-server binaries)" in text  # auto's order, spelt out
+    tail = "\n".join(lines[-len(ENV_VARIABLES) - 3 :])
+    assert all(name in tail for name in ENV_VARIABLES), tail
+
+
+def test_the_runs_first_lines_name_the_injected_faults():
+    faulty = run_pytest("--collect-only", "-q", "--inject-fault", "worker=handler-error", SCENARIO)
+    assert "discovery harness: faults injected: worker=handler-error" in faulty.stdout
+    clean = run_pytest("--collect-only", "-q", SCENARIO)
+    assert "discovery harness: faults injected: none" in clean.stdout
+
+
