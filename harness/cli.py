@@ -4,7 +4,7 @@ python -m harness conformance [--infra auto|external|docker|process] [pytest arg
 python -m harness topologies [--gpu]
 python -m harness plan [--tier gpu|cpu] [--gpus N] [--json] [--topology NAME ...] [--model KEY=REF]
 python -m harness models list|fetch [TOPOLOGY ...] [--model KEY=REF]
-python -m harness history [--releases 0.7.1,0.8.1,1.6.1] [--topology NAME ...] [--out DIR]
+python -m harness history [--releases 0.7.1,0.8.1,1.6.1] [-j N] [--rerun] [--topology NAME ...]
 """
 
 from __future__ import annotations
@@ -151,15 +151,9 @@ def _parser() -> argparse.ArgumentParser:
         "history",
         help="run the conformance suite on several Dynamo releases; one table of what each did",
     )
-    history.add_argument(
-        "--releases",
-        default="0.7.1,0.8.1,1.6.1",
-        help="comma list of ai-dynamo versions (each but the harness's own needs "
-        "`bash ci/setup.sh --dynamo VERSION` first)",
-    )
-    history.add_argument("--topology", action="append", default=[], metavar="NAME")
-    history.add_argument("--envs-dir", default=None, help="where the release environments are")
-    history.add_argument("--out", default=None, help="folder for the table (default reports/)")
+    from harness.history.command import add_arguments as history_arguments
+
+    history_arguments(history)
     models = commands.add_parser(
         "models", help="GPU-tier models: list where each is, or fetch them into the HF cache"
     )

@@ -41,6 +41,10 @@ class Worker:
         return self.spec.registers
 
     @property
+    def internal_endpoint(self) -> bool:
+        return self.spec.internal_endpoint
+
+    @property
     def pid(self) -> int:
         return self.proc.pid
 

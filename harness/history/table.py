@@ -98,6 +98,20 @@ def markdown(runs: Sequence[ReleaseRun], topologies: Sequence[str]) -> str:
     return "\n".join(out) + "\n"
 
 
+def from_json(text: str) -> list[ReleaseRun]:
+    """The runs of a table written before (`as_json`), so a history run can resume."""
+    return [
+        ReleaseRun(
+            release=entry["release"],
+            env=entry["environment"],
+            findings={name: ItemFindings(**item) for name, item in entry["topologies"].items()},
+            error=entry["error"],
+            seconds=entry["seconds"],
+        )
+        for entry in json.loads(text)
+    ]
+
+
 def as_json(runs: Sequence[ReleaseRun]) -> str:
     return json.dumps(
         [
