@@ -190,6 +190,7 @@ def legacy_engine_classes() -> tuple[type, type]:
             self.processor = None
             self.mm_processor = None
             self.is_pause = False
+            self.num_reserved_tokens = 0  # Dynamo 1.x's token budget reads it
             self.init_stand_in_generation()
 
     class LegacyCpuEngine(Engine):
@@ -208,6 +209,10 @@ def legacy_engine_classes() -> tuple[type, type]:
                 "max_total_num_tokens": MAX_TOTAL_TOKENS,
                 "max_req_input_len": model_config.context_len,
             }
+            # Where sglang 0.5.14 and later keep it (Dynamo 1.3+ reads it there).
+            self._scheduler_init_result = types.SimpleNamespace(
+                scheduler_infos=[self.scheduler_info], all_child_pids=[]
+            )
             self.send_to_rpc = None
             try:
                 self.loop = asyncio.get_running_loop()

@@ -100,19 +100,24 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
     out_dir = Path(args.out) if args.out else ROOT / "reports" / "history"
     out_dir.mkdir(parents=True, exist_ok=True)
     kept = _previous(out_dir)
-    todo = [
-        r
+    # Per release, the topologies the table does not hold yet (all of them with --rerun).
+    todo = {
+        r: [t for t in topologies if args.rerun or r not in kept or t not in kept[r].findings]
         for r in wanted
-        if args.rerun or r not in kept or not set(topologies) <= set(kept[r].findings)
-    ]
-    for release in sorted(set(wanted) - set(todo)):
+    }
+    for release in [r for r in wanted if not todo[r]]:
         say(f"history: ai-dynamo {release}: kept from {out_dir / 'history.json'} (--rerun)")
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         fresh = list(
             pool.map(
-                lambda r: _one_release(r, topologies, envs_dir, out_dir, not args.no_build), todo
+                lambda r: _one_release(r, todo[r], envs_dir, out_dir, not args.no_build),
+                [r for r in wanted if todo[r]],
             )
         )
+    for run in fresh:  # a partial rerun keeps the release's other topologies
+        if not run.error and run.release in kept and not args.rerun:
+            run.findings = {**kept[run.release].findings, **run.findings}
+            run.seconds += kept[run.release].seconds
     failed = [run for run in fresh if run.error]
     for run in failed:
         say(f"history: ai-dynamo {run.release}: NOT RUN, the table keeps what it had: {run.error}")
