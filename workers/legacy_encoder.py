@@ -1,10 +1,11 @@
 """CPU stand-in for sglang 0.5.9-0.5.18's MMEncoder (`sglang.srt.disaggregation.encode_server`),
 which ai-dynamo 1.0-1.5's encode worker builds and calls as `await encoder._encode(...)`.
 
-Two generations of that method: sglang 0.5.9 `_encode(mm_items)` -> (grid, embeddings);
-from 0.5.10 `_encode(mm_items, modality)` -> (grid, embeddings, aux_data). `for_real` picks
-the one the installed class has, so `python -m workers.drift` compares like with like. The
-embeddings are zeros, one row per merged patch of a fixed 1x4x4 grid per item.
+Generations of that class: sglang 0.5.9 `_encode(mm_items)` -> (grid, embeddings); from
+0.5.10 `_encode(mm_items, modality)` -> (grid, embeddings, aux_data); 0.5.16 adds
+`log_metrics`, 0.5.18 a constructor `gpu_id`. `for_real` picks the one the installed class
+has, so `python -m workers.drift` compares like with like. The embeddings are zeros, one row
+per merged patch of a fixed 1x4x4 grid per item.
 """
 
 from __future__ import annotations
@@ -59,7 +60,32 @@ class CpuMMEncoder010(CpuLegacyMMEncoder):
         return grid, embeddings, {}
 
 
+class CpuMMEncoder016(CpuMMEncoder010):
+    """sglang 0.5.16: `_encode(..., log_metrics)`."""
+
+    async def _encode(self, mm_items: Any, modality: Any, log_metrics: bool = True) -> Any:
+        return await super()._encode(mm_items, modality)
+
+
+class CpuMMEncoder018(CpuMMEncoder016):
+    """sglang 0.5.18: also a `gpu_id` to build on."""
+
+    def __init__(
+        self,
+        server_args: Any,
+        schedule_path: Any = None,
+        dist_init_method: Any = None,
+        rank: int = 0,
+        gpu_id: Any = None,
+    ) -> None:
+        super().__init__(server_args, schedule_path, dist_init_method, rank)
+
+
 def for_real(real: type) -> type[CpuLegacyMMEncoder]:
-    """The stand-in generation matching the installed MMEncoder's `_encode`."""
-    takes_modality = "modality" in inspect.signature(real._encode).parameters
-    return CpuMMEncoder010 if takes_modality else CpuMMEncoder09
+    """The stand-in generation matching the installed MMEncoder's signatures."""
+    encode = inspect.signature(real._encode).parameters
+    if "gpu_id" in inspect.signature(real.__init__).parameters:
+        return CpuMMEncoder018
+    if "log_metrics" in encode:
+        return CpuMMEncoder016
+    return CpuMMEncoder010 if "modality" in encode else CpuMMEncoder09

@@ -17,7 +17,8 @@ CUDA-only build does not load beside a CPU torch. Replaced here, each as small a
 * `sgl_kernel`: a placeholder module whose every function raises if called (no kernel runs:
   the engine is stood in for). Installed only where the real one cannot load.
 
-`python -m workers.drift` checks these against the installed release.
+`workers.release_stand_ins` says which of them each release takes; `python -m workers.drift`
+checks them against the installed release.
 """
 
 from __future__ import annotations
@@ -229,18 +230,3 @@ def legacy_engine_classes() -> tuple[type, type]:
             """Nothing was launched, so nothing to stop."""
 
     return LegacyCpuEngine, LegacyCpuTokenizerManager
-
-
-def install() -> None:
-    """Point every name the era's Dynamo looks the GPU parts up by at the stand-ins."""
-    install_kernel_placeholder()
-    import dynamo.nixl_connect as connect
-    import sglang
-    import sglang.srt.entrypoints.engine as engine_module
-
-    engine, _ = legacy_engine_classes()
-    sglang.Engine = engine
-    engine_module.Engine = engine
-    connect.Connector = CpuConnector
-    encode_handler = "dynamo.sglang.request_handlers.multimodal.encode_worker_handler"
-    importlib.import_module(encode_handler).AutoModel = CpuVisionTower

@@ -9,10 +9,11 @@ the table already says about it.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from harness.catalogue import Catalogue
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--releases",
         default="0.7.1,0.8.1,1.6.1",
         help="comma list of ai-dynamo versions with requirements in ci/requirements/releases/ "
-        "(their environments are built on demand)",
+        "(their environments are built on demand), or 'all'",
     )
     parser.add_argument("--topology", action="append", default=[], metavar="NAME")
     parser.add_argument("--envs-dir", default=None, help="where the release environments are")
@@ -40,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-build", action="store_true", help="do not build missing release environments"
+    )
+    parser.add_argument(
+        "--drop-built",
+        action="store_true",
+        help="remove an environment this run built once its release ran (CI disks hold ~2.5 GB "
+        "per release)",
     )
 
 
@@ -56,13 +63,15 @@ def _previous(out_dir: Path) -> dict[str, ReleaseRun]:
 
 
 def _one_release(
-    release: str, topologies: list[str], envs_dir: Path, out_dir: Path, build: bool
+    release: str, topologies: list[str], envs_dir: Path, out_dir: Path, args: argparse.Namespace
 ) -> ReleaseRun:
     started = time.monotonic()
+    built = False
     try:
         environment_for(release, envs_dir)
     except dynamo_env.DynamoEnvError:
-        if build and envs_dir == DEFAULT_ENVS:
+        if not args.no_build and envs_dir == DEFAULT_ENVS:
+            built = True
             say(f"history: ai-dynamo {release}: building its environment ...")
             try:
                 releases.build(release, lambda line: say(f"history: {release}: {line}"))
@@ -70,6 +79,8 @@ def _one_release(
                 return ReleaseRun(release, "-", error=str(failed))
     say(f"history: ai-dynamo {release}: running {len(topologies)} topologies ...")
     run = run_release(release, topologies, envs_dir, out_dir, [])
+    if built and args.drop_built:
+        shutil.rmtree(envs_dir / f"dynamo-{release}", ignore_errors=True)
     outcome = run.error or f"{len(run.findings)} topologies"
     say(f"history: ai-dynamo {release}: {outcome} ({time.monotonic() - started:.0f} s)")
     return run
@@ -107,25 +118,51 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
     }
     for release in [r for r in wanted if not todo[r]]:
         say(f"history: ai-dynamo {release}: kept from {out_dir / 'history.json'} (--rerun)")
+    table_of = _TableKeeper(kept, topologies, catalogue, out_dir, keep_others=not args.rerun)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        fresh = list(
-            pool.map(
-                lambda r: _one_release(r, todo[r], envs_dir, out_dir, not args.no_build),
-                [r for r in wanted if todo[r]],
-            )
-        )
-    for run in fresh:  # a partial rerun keeps the release's other topologies
-        if not run.error and run.release in kept and not args.rerun:
-            run.findings = {**kept[run.release].findings, **run.findings}
-            run.seconds += kept[run.release].seconds
+        pending = [
+            pool.submit(_one_release, r, todo[r], envs_dir, out_dir, args)
+            for r in wanted
+            if todo[r]
+        ]
+        fresh = [table_of.add(done.result()) for done in as_completed(pending)]
     failed = [run for run in fresh if run.error]
     for run in failed:
         say(f"history: ai-dynamo {run.release}: NOT RUN, the table keeps what it had: {run.error}")
-    merged = {**kept, **{run.release: run for run in fresh if not run.error}}
-    if not merged:
-        return 1
-    runs = [merged[r] for r in releases.ordered(merged)]
-    if any(not run.error for run in fresh) or not (out_dir / "history.md").exists():
-        print(write_tables(runs, topologies, catalogue, out_dir))
+    if table_of.runs:
+        print(table_of.text)
         print(f"(written: {out_dir}/history.md, history.json, history.html)")
-    return 1 if failed else 0
+    return 1 if failed or not table_of.runs else 0
+
+
+class _TableKeeper:
+    """The table, rewritten as each release finishes (an interrupted history keeps what it
+    had run); a release that could not run leaves its row as it was."""
+
+    def __init__(
+        self,
+        kept: dict[str, ReleaseRun],
+        topologies: list[str],
+        catalogue: Catalogue,
+        out_dir: Path,
+        keep_others: bool,
+    ) -> None:
+        self.merged = dict(kept)
+        self.topologies, self.catalogue, self.out_dir = topologies, catalogue, out_dir
+        self.keep_others = keep_others
+        self.text = ""
+
+    @property
+    def runs(self) -> list[ReleaseRun]:
+        return [self.merged[r] for r in releases.ordered(self.merged)]
+
+    def add(self, run: ReleaseRun) -> ReleaseRun:
+        if run.error:
+            return run
+        before = self.merged.get(run.release)
+        if before is not None and self.keep_others:  # a partial rerun keeps the others
+            run.findings = {**before.findings, **run.findings}
+            run.seconds += before.seconds
+        self.merged[run.release] = run
+        self.text = write_tables(self.runs, self.topologies, self.catalogue, self.out_dir)
+        return run

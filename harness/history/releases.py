@@ -33,7 +33,10 @@ def known(requirements: Path = REQUIREMENTS) -> list[str]:
 
 
 def parse(text: str, requirements: Path = REQUIREMENTS) -> list[str]:
-    """`--releases` as a list, oldest first; UnknownRelease names the ones there are."""
+    """`--releases` as a list, oldest first ("all": every known one); UnknownRelease names
+    the ones there are."""
+    if text.strip() == "all":
+        return known(requirements)
     wanted = [r.strip() for r in text.split(",") if r.strip()]
     if not wanted:
         raise UnknownRelease("--releases: no release given")
