@@ -129,7 +129,7 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
     failed = [run for run in fresh if run.error]
     for run in failed:
         say(f"history: ai-dynamo {run.release}: NOT RUN, the table keeps what it had: {run.error}")
-    if table_of.runs:
+    if table_of.text:
         print(table_of.text)
         print(f"(written: {out_dir}/history.md, history.json, history.html)")
     return 1 if failed or not table_of.runs else 0
