@@ -208,14 +208,10 @@ def _processor_eras(*workers: WorkerSpec) -> tuple[Era, ...]:
 # 1.1-1.2: no processor; the encode worker is the public model (Tokens in), the others are
 # internal endpoints. `--embedding-transfer-mode local`: the default nixl-write needs NIXL.
 _MM_1_1 = ("--chat-template", "qwen2-vl", "--embedding-transfer-mode", "local")
-_ENCODER_1_1 = _worker(
-    "mm-encoder",
-    "encoder",
-    "vision-language",
-    ExpectedCard(CHAT_COMPLETIONS, "Tokens", "", ()),
-    "--multimodal-encode-worker",
-    *_MM_1_1,
-    path="init_multimodal_encode_worker",
+_ENCODER_1_1 = dataclasses.replace(
+    _ENCODER,
+    card=ExpectedCard(CHAT_COMPLETIONS, "Tokens", "", ()),
+    flags=("--multimodal-encode-worker", *_MM_1_1),
 )
 
 
