@@ -91,7 +91,7 @@ def write_tables(
 ) -> str:
     paths = start_paths.rows(runs, catalogue)
     text = start_paths.markdown(paths, [r.release for r in runs])
-    text += "\n" + table.markdown(runs, topologies)
+    text += "\n" + table.matrix(runs, topologies) + "\n" + table.markdown(runs, topologies)
     (out_dir / "history.md").write_text(text)
     (out_dir / "history.json").write_text(table.as_json(runs))
     (out_dir / "history.html").write_text(html.page(runs, topologies, paths))
@@ -129,6 +129,8 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
     failed = [run for run in fresh if run.error]
     for run in failed:
         say(f"history: ai-dynamo {run.release}: NOT RUN, the table keeps what it had: {run.error}")
+    if table_of.runs and not table_of.text and not failed:  # all kept: the same table, redrawn
+        table_of.text = write_tables(table_of.runs, topologies, catalogue, out_dir)
     if table_of.text:
         print(table_of.text)
         print(f"(written: {out_dir}/history.md, history.json, history.html)")
