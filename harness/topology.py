@@ -121,6 +121,9 @@ class Era:
     # False: the era's cards carry no worker_type / needs yet (Dynamo <1.3), so the own
     # workers' contracts are held to everything else.
     topology_fields: bool = True
+    # CPU tier: why the era's deployment cannot run there (a stand-in not written for that
+    # release's sglang): GPU-only in this range, skipped with the reason on CPU.
+    cpu_skip: str | None = None
     requests: tuple[str, ...] | None = None  # None: the topology's own
     unsupported: str | None = None  # the reason the topology is skipped in this range
     # Dynamo <0.9 takes the namespace from DYN_NAMESPACE only (no --namespace flag).
@@ -196,6 +199,7 @@ class Topology:
             known_violations=(),
             eras=(),
             era=era,
+            cpu_skip=era.cpu_skip or self.cpu_skip,
         )
 
     @property

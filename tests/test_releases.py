@@ -84,6 +84,12 @@ def test_the_multimodal_design_of_each_range():
     assert mm.for_release("1.3.1").workers == mm.workers
 
 
+def test_an_era_without_a_cpu_stand_in_is_gpu_only_there():
+    image = CATALOGUE.topology("image-diffusion")
+    assert "DiffGenerator" in (image.for_release("1.2.1").cpu_skip or "")
+    assert image.for_release(OWN).cpu_skip is None
+
+
 def test_cards_before_1_3_carry_no_topology_fields():
     disagg = CATALOGUE.topology("disaggregated")
     prefill = disagg.for_release("1.2.1").worker("prefill").card
