@@ -165,6 +165,19 @@ class CpuConnector:
         return _Read(remote_metadata, local_descriptors)
 
 
+def _publish_runtime_context(server_args: Any) -> None:
+    """sglang 0.5.18 keeps the resolved args as a process-wide runtime context (the prefill
+    warm-up reads its parallel config); the real Engine publishes it before it spawns
+    schedulers. Older sglang has no such context: nothing to do there."""
+    try:
+        from sglang.srt.runtime_context import publish
+    except ImportError:
+        return
+    if hasattr(server_args, "resolve_once"):
+        server_args.resolve_once()
+    publish(server_args, role="tokenizer")
+
+
 @functools.cache
 def legacy_engine_classes() -> tuple[type, type]:
     """Built on first use: they subclass the installed release's real classes."""
@@ -202,6 +215,7 @@ def legacy_engine_classes() -> tuple[type, type]:
 
             server_args = kwargs.get("server_args") or ServerArgs(**kwargs)
             self.server_args = server_args
+            _publish_runtime_context(server_args)
             self.port_args = PortArgs.init_new(server_args)
             model_config = ModelConfig.from_server_args(server_args)
             self.tokenizer_manager = LegacyCpuTokenizerManager(server_args, model_config)

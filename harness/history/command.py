@@ -118,7 +118,7 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
     }
     for release in [r for r in wanted if not todo[r]]:
         say(f"history: ai-dynamo {release}: kept from {out_dir / 'history.json'} (--rerun)")
-    table_of = _TableKeeper(kept, topologies, catalogue, out_dir, keep_others=not args.rerun)
+    table_of = _TableKeeper(kept, topologies, catalogue, out_dir)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         pending = [
             pool.submit(_one_release, r, todo[r], envs_dir, out_dir, args)
@@ -147,11 +147,9 @@ class _TableKeeper:
         topologies: list[str],
         catalogue: Catalogue,
         out_dir: Path,
-        keep_others: bool,
     ) -> None:
         self.merged = dict(kept)
         self.topologies, self.catalogue, self.out_dir = topologies, catalogue, out_dir
-        self.keep_others = keep_others
         self.text = ""
 
     @property
@@ -162,7 +160,7 @@ class _TableKeeper:
         if run.error:
             return run
         before = self.merged.get(run.release)
-        if before is not None and self.keep_others:  # a partial rerun keeps the others
+        if before is not None:  # a rerun of some topologies keeps the release's others
             run.findings = {**before.findings, **run.findings}
             run.seconds += before.seconds
         self.merged[run.release] = run
