@@ -29,6 +29,7 @@ from harness.runtime import dynamo_env
 from harness.runtime.launch import WorkerSite, worker_command
 from harness.topology import Scenario, UnsupportedRelease
 from harness.violations import REGISTERED_UNEXPECTEDLY
+from tests.fakes import FakeWorker
 
 CATALOGUE = load()
 OWN = dynamo_env.own().version
@@ -98,14 +99,6 @@ def test_cards_before_1_3_carry_no_topology_fields():
     assert disagg.for_release("1.3.1").workers == disagg.workers
 
 
-class _View:
-    role, component, pid, tcp_port, registrants = "mm-encoder", "encoder", 4242, 20001, 0
-    expected = None
-
-    def __init__(self, internal_endpoint: bool) -> None:
-        self.internal_endpoint = internal_endpoint
-
-
 def _records(with_card: bool) -> checks.WorkerRecords:
     key = "ns/encoder/generate/a"
     instance = Instance(f"v1/instances/{key}", "ns", "encoder", "generate", 10, "127.0.0.1:20001/a")
@@ -115,13 +108,17 @@ def _records(with_card: bool) -> checks.WorkerRecords:
     return checks.WorkerRecords([instance], [instance], [card] if with_card else [])
 
 
+def _view(internal_endpoint: bool) -> FakeWorker:
+    return FakeWorker("mm-encoder", "encoder", None, internal_endpoint=internal_endpoint)
+
+
 def test_an_internal_endpoint_serves_but_a_card_of_it_is_caught():
-    assert checks.must_not_register(_records(with_card=False), _View(internal_endpoint=True)) == []
-    found = checks.must_not_register(_records(with_card=True), _View(internal_endpoint=True))
+    assert checks.must_not_register(_records(with_card=False), _view(internal_endpoint=True)) == []
+    found = checks.must_not_register(_records(with_card=True), _view(internal_endpoint=True))
     assert [v.kind for v in found] == [REGISTERED_UNEXPECTEDLY]
     assert "mm-encoder" in found[0].message and "v1/mdc/ns/encoder/generate/a" in found[0].message
     # A worker that must stay out altogether is caught for its instance alone.
-    found = checks.must_not_register(_records(with_card=False), _View(internal_endpoint=False))
+    found = checks.must_not_register(_records(with_card=False), _view(internal_endpoint=False))
     assert "serves or registered: v1/instances/ns/encoder/generate/a" in found[0].message
 
 
