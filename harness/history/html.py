@@ -29,10 +29,14 @@ def _class(text: str) -> str:
     return "bad"
 
 
-def _row(cells: Sequence[str], header: bool = False) -> str:
+def _row(cells: Sequence[str], coloured: range = range(0), header: bool = False) -> str:
+    """One table row; the cells at `coloured` get the colour of what they say."""
     tag = "th" if header else "td"
     body = "".join(
-        f'<{tag} class="{_class(c) if not header else ""}">{escape(c)}</{tag}>' for c in cells
+        f'<{tag} class="{_class(c)}">{escape(c)}</{tag}>'
+        if i in coloured
+        else f"<{tag}>{escape(c)}</{tag}>"
+        for i, c in enumerate(cells)
     )
     return f"<tr>{body}</tr>"
 
@@ -47,11 +51,14 @@ def page(
         "<h2>Start paths: first release that registered correctly</h2><table>",
         _row(["start path", "first registered correctly", *releases], header=True),
         *(
-            _row([r.start_path, r.first_correct, *(r.cells.get(x, "") for x in releases)])
+            _row(
+                [r.start_path, r.first_correct, *(r.cells.get(x, "") for x in releases)],
+                range(2, 2 + len(releases)),
+            )
             for r in paths
         ),
         "</table><h2>Release x topology</h2><table>",
-        _row(["release", "topology", "verdict", "registration", "answers", "other"], True),
+        _row(["release", "topology", "verdict", "registration", "answers", "other"], header=True),
     ]
     details = []
     for run in runs:
@@ -59,7 +66,7 @@ def page(
             item = run.findings.get(name)
             if item is None:
                 continue
-            parts.append(_row([run.release, name, *table.cells(item)]))
+            parts.append(_row([run.release, name, *table.cells(item)], range(2, 4)))
             for v in item.violations:
                 details.append(
                     f"<details><summary>{escape(run.release)} / {escape(name)} "
