@@ -37,13 +37,6 @@ def install_stand_ins() -> None:
     multimodal_gen.DiffGenerator = CpuDiffGenerator
 
 
-def dynamo_release() -> tuple[int, ...]:
-    """The installed ai-dynamo's version, as numbers (a release environment may be older)."""
-    from importlib.metadata import version
-
-    return tuple(int(part) for part in version("ai-dynamo").split(".")[:3] if part.isdigit())
-
-
 def install_release_stand_ins() -> None:
     """The stand-ins of the installed release (workers.release_stand_ins says which)."""
     from workers import release_stand_ins
