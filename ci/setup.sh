@@ -16,7 +16,8 @@ RELEASE=""
 if [ "${1:-}" = "--dynamo" ]; then
   RELEASE="${2:?usage: ci/setup.sh [--dynamo VERSION]}"
   [ -d "$REQ/releases/$RELEASE" ] || {
-    echo "no requirements for Dynamo $RELEASE; known: $(ls "$REQ/releases" | tr '\n' ' ')" >&2
+    known=$(cd "$REQ/releases" && ls -d */ | tr -d / | tr '\n' ' ')
+    echo "no requirements for Dynamo $RELEASE; known: $known" >&2
     exit 2
   }
   VENV="${HARNESS_VENV:-$ROOT/.venvs/dynamo-$RELEASE}"
@@ -72,9 +73,11 @@ TORCH_FROM=(); [ -z "${HARNESS_TORCH_INDEX:-}" ] || TORCH_FROM=(--index-url "$HA
 step torch "$REQ/torch.txt" -- "${PIP[@]}" "${TORCH_FROM[@]}" -r "$REQ/torch.txt"
 if [ -n "$RELEASE" ]; then
   REL="$REQ/releases/$RELEASE"
-  step runtime "$REQ/torch.txt" "$REL/runtime.txt" -- \
+  # A release's files include the shared ones (releases/*.txt): those are part of its stamp.
+  SHARED=("$REQ"/releases/*.txt)
+  step runtime "$REQ/torch.txt" "${SHARED[@]}" "$REL/runtime.txt" -- \
     "${PIP[@]}" -r "$REL/runtime.txt" -c "$REQ/torch.txt"
-  step nodeps "$REL/nodeps.txt" -- "${PIP[@]}" --no-deps -r "$REL/nodeps.txt"
+  step nodeps "${SHARED[@]}" "$REL/nodeps.txt" -- "${PIP[@]}" --no-deps -r "$REL/nodeps.txt"
   check_cpu_torch
   log "ready: $VENV ($(du -sh "$VENV" | cut -f1)); run with --dynamo-env $VENV"
   exit 0

@@ -39,6 +39,7 @@ class WorkerView(Protocol):
     role: str
     component: str
     expected: ExpectedCard | None  # None: it must not register
+    internal_endpoint: bool  # with expected None: serves its peers, publishes no card
 
     @property
     def pid(self) -> int: ...
@@ -119,14 +120,17 @@ def records_for(
 
 def must_not_register(records: WorkerRecords, worker: WorkerView) -> list[Violation]:
     """A worker declared to stay out of discovery (a multi-node follower) wrote keys."""
-    if worker.expected is not None or not (records.instances or records.cards):
+    # An internal endpoint serves its peers by design: only a card of it is out of place.
+    keys = [c.key for c in records.cards] if worker.internal_endpoint else records.all_keys()
+    if worker.expected is not None or not keys:
         return []
+    wrote = "registered" if worker.internal_endpoint else "serves or registered"
     return [
         Violation(
             REGISTERED_UNEXPECTEDLY,
             worker.role,
-            f"{named(worker)} must not register, but it serves or "
-            f"registered: {', '.join(records.all_keys())}; the frontend may route to it",
+            f"{named(worker)} must not register, but it {wrote}: "
+            f"{', '.join(keys)}; the frontend may route to it",
         )
     ]
 

@@ -5,7 +5,7 @@ python -m harness topologies [--gpu]
 python -m harness plan [--tier gpu|cpu] [--gpus N] [--gpu-memory GIB] [--json] [--topology NAME ...]
 python -m harness models list|fetch [TOPOLOGY ... | -m EXPR] [--dry-run] [--check] [--model KEY=REF]
 python -m harness preflight [--allow-no-gpu] [--writable LABEL=PATH ...]
-python -m harness history [--releases 0.7.1,0.8.1,1.6.1] [--topology NAME ...] [--out DIR]
+python -m harness history [--releases 0.7.1,0.8.1,1.6.1|all] [-j N] [--rerun] [--topology NAME ...]
 python -m harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file FILE]
 python -m harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace NS] [--probe]
 """
@@ -161,15 +161,9 @@ def _parser() -> argparse.ArgumentParser:
         "history",
         help="run the conformance suite on several Dynamo releases; one table of what each did",
     )
-    history.add_argument(
-        "--releases",
-        default="0.7.1,0.8.1,1.6.1",
-        help="comma list of ai-dynamo versions (each but the harness's own needs "
-        "`bash ci/setup.sh --dynamo VERSION` first)",
-    )
-    history.add_argument("--topology", action="append", default=[], metavar="NAME")
-    history.add_argument("--envs-dir", default=None, help="where the release environments are")
-    history.add_argument("--out", default=None, help="folder for the table (default reports/)")
+    from harness.history.command import add_arguments as history_arguments
+
+    history_arguments(history)
     commands.add_parser(
         "preflight",
         help="the GPU job's checks (image, driver, GPUs, versions, etcd/NATS)",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import ports
+from harness.runtime import dynamo_env
 
 LOOPBACK = "127.0.0.1"
 
@@ -74,7 +75,7 @@ def session_env(etcd_endpoint: str, nats_url: str) -> dict[str, str]:
         "NATS_SERVER": nats_url,
         "DYN_DISCOVERY_BACKEND": "etcd",
         "DYN_TCP_RPC_HOST": LOOPBACK,
-        "DYN_TCP_RESPONSE_STREAM_HOST": LOOPBACK,
+        "DYN_TCP_RESPONSE_STREAM_HOST": dynamo_env.response_stream_host(LOOPBACK),
         "DYN_SYSTEM_HOST": LOOPBACK,
         "DYN_EVENT_PLANE_HOST": LOOPBACK,
         "SGLANG_HOST_IP": LOOPBACK,

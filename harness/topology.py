@@ -45,6 +45,10 @@ class WorkerSpec:
     # environment, so a pinned port would be shared); its keys are then told apart by
     # component instead of by port.
     pin_request_plane: bool = True
+    # By the era's design an internal endpoint only its peers call: it serves (instances)
+    # but publishes no card (Dynamo PR #5500: "internal component, should not register with
+    # Frontend"); a card from it is a violation. Only with card=None.
+    internal_endpoint: bool = False
     # For a worker that must not register: a log line (regex) that shows it took its path
     # that registers nothing. Readiness waits for it (or, without one, the card grace), so a
     # late wrong registration is not missed.
@@ -113,7 +117,13 @@ class Era:
     releases (their flags, workers and cards differ), or why it has no such deployment."""
 
     releases: str  # a PEP 440 range of ai-dynamo versions, e.g. ">=0.7,<0.9"
-    workers: tuple[WorkerSpec, ...] = ()
+    workers: tuple[WorkerSpec, ...] = ()  # (): the topology's own (the current design)
+    # False: the era's cards carry no worker_type / needs yet (Dynamo <1.3), so the own
+    # workers' contracts are held to everything else.
+    topology_fields: bool = True
+    # CPU tier: why the era's deployment cannot run there (a stand-in not written for that
+    # release's sglang): GPU-only in this range, skipped with the reason on CPU.
+    cpu_skip: str | None = None
     requests: tuple[str, ...] | None = None  # None: the topology's own
     unsupported: str | None = None  # the reason the topology is skipped in this range
     # Dynamo <0.9 takes the namespace from DYN_NAMESPACE only (no --namespace flag).
@@ -123,6 +133,13 @@ class Era:
     # A served model name the era's workers insist on (0.7/0.8's encode worker accepts only
     # the model names it knows); None: the harness's unique name per deployment.
     served_model_name: str | None = None
+
+    def shape(self, worker: WorkerSpec) -> WorkerSpec:
+        """One of the topology's own workers as this era declares it."""
+        if self.topology_fields or worker.card is None:
+            return worker
+        card = dataclasses.replace(worker.card, worker_type="", needs=())
+        return dataclasses.replace(worker, card=card)
 
     def covers(self, version: str) -> bool:
         from packaging.specifiers import SpecifierSet
@@ -185,11 +202,12 @@ class Topology:
             raise UnsupportedRelease(f"{self.name} on ai-dynamo {version}: {era.unsupported}")
         return dataclasses.replace(
             self,
-            workers=era.workers,
+            workers=era.workers or tuple(map(era.shape, self.workers)),
             requests=self.requests if era.requests is None else era.requests,
             known_violations=(),
             eras=(),
             era=era,
+            cpu_skip=era.cpu_skip or self.cpu_skip,
         )
 
     @property

@@ -169,6 +169,7 @@ AGGREGATED = Topology(
 
 DISAGGREGATED = Topology(
     name="disaggregated",
+    eras=eras.DISAGGREGATED_ERAS,
     workers=(
         _worker(
             "prefill",
@@ -405,7 +406,7 @@ IMAGE_DIFFUSION = Topology(
 
 VIDEO_GENERATION = Topology(
     name="video-generation",
-    eras=eras.DIFFUSION_ERAS,
+    eras=eras.VIDEO_ERAS,
     workers=(
         _worker(
             "video-generation",
@@ -427,6 +428,7 @@ VIDEO_GENERATION = Topology(
 
 MM_NATIVE = Topology(
     name="mm-native",
+    eras=eras.SINCE_1_3,
     workers=(
         # sglang's own multimodal processing inside one aggregated worker: no encoder.
         _worker(
@@ -446,6 +448,7 @@ MM_NATIVE = Topology(
 
 MM_NATIVE_P_D = Topology(
     name="mm-native-p-d",
+    eras=eras.SINCE_1_3,
     workers=(
         _worker(
             "mm-prefill",
@@ -507,6 +510,7 @@ MM_NATIVE_P_D = Topology(
 _MULTINODE = ("--tp", "2", "--nnodes", "2", "--dist-init-addr", "127.0.0.1:{port:dist_init}")
 MULTINODE = Topology(
     name="multinode",
+    eras=eras.SINCE_1_3,
     workers=(
         _worker(
             "leader",
@@ -552,6 +556,7 @@ MULTINODE = Topology(
 GATEWAY_WORKERS = 2
 GATEWAY = Topology(
     name="gateway",
+    eras=eras.GATEWAY_ERAS,
     workers=(
         WorkerSpec(
             role="gateway",
@@ -583,7 +588,7 @@ GATEWAY = Topology(
 
 LLM_DIFFUSION = Topology(
     name="llm-diffusion",
-    eras=eras.DIFFUSION_ERAS,
+    eras=eras.LLM_DIFFUSION_ERAS,
     workers=(
         _worker(
             "diffusion-llm",
@@ -633,6 +638,7 @@ _LORA_FLAGS = (
 _LORA_ENV = (("DYN_LORA_ENABLED", "true"),)
 LORA_P_D = Topology(
     name="lora-p-d",
+    eras=eras.SINCE_1_3,
     workers=tuple(
         dataclasses.replace(w, flags=(*w.flags, *_LORA_FLAGS), env=_LORA_ENV)
         for w in DISAGGREGATED.workers

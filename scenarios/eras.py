@@ -1,30 +1,53 @@
 """The catalogue's topologies as older Dynamo releases deploy them: contracts per release range.
 
-The 0.7/0.8 era (ai-dynamo 0.7.x-0.8.x with sglang 0.5.4-0.5.6) differs from 1.x in its flags
-and in what a card can say:
-- the namespace comes from DYN_NAMESPACE (no --namespace flag); requests travel over NATS;
-- multimodal serving is a processor component in front of the workers
-  (`--multimodal-processor`, `--multimodal-encode-worker`, `--multimodal-worker`); the
-  processor tokenizes and is the public model; the encode worker accepts only model names it
-  knows (Qwen/Qwen2.5-VL-7B-Instruct);
-- cards carry no topology fields (worker_type, needs), so those are declared empty;
-- no rerank, encode-mode or diffusion workers.
+Each era's contract is what that release's own design says a worker must publish, with its
+source in a comment: the PR that introduced or fixed the mode, the release's launch scripts,
+or the design notes it ships (`dynamo/sglang/AGENTS.md` in the ai-dynamo wheel, from 1.0).
+Never what the release happens to do: `python -m harness history` finds that out by running
+each. The release-independent invariants (a routed generate endpoint has a card unless
+declared not to; a card has a live instance; an internal card is not public; a listed model
+serves) are the harness's checks and hold in every era.
 
-The contract that Dynamo #4486 broke, for this era: each of the three multimodal init functions
-(encode worker, worker, prefill worker) registers a card, internal (not advertised to clients);
-the processor alone registers the public chat model. Nothing here says which release keeps it:
-`python -m harness history` finds out by running each.
+Eras, newest first:
+- >=1.3,<1.6: the current design (the topologies' own workers): cards carry `worker_type` and
+  `needs` (Dynamo PRs #8700, #9397, #9815; the 1.3 AGENTS.md's entry points are 1.6's flags:
+  `--enable-multimodal --disaggregation-mode encode`, `--dedicated-mm-encoder`).
+- >=1.0,<1.3: the same workers and flags, cards without `worker_type` / `needs` (those PRs
+  came later); multimodal as the release's AGENTS.md describes it (below).
+- <1.0 (0.7-0.9, sglang 0.5.4-0.5.8): the namespace comes from DYN_NAMESPACE (no --namespace
+  in dynamo.sglang's args before the 1.0 runtime-args group); requests travel over NATS on 0.7
+  and TCP from 0.8; multimodal serving is a processor in front of the workers
+  (`--multimodal-processor`, `--multimodal-encode-worker`, `--multimodal-worker`), the
+  processor tokenizes and is the public model, the encode worker accepts only model names it
+  knows (Qwen/Qwen2.5-VL-7B-Instruct).
+
+Multimodal, the design per range:
+- 0.7-0.8 (Dynamo #4486 / PR #4512): each of the three multimodal init functions registers a
+  card, internal (not advertised); the processor alone is public.
+- 0.9-1.0 (PR #5500, "Encode/prefill/decode worker is an internal component, should not
+  register with Frontend, only needs to provide internal service endpoint for Processor to
+  call"; PR #5986 removed the PD worker's card that competed with the processor's): the
+  processor is public, every multimodal worker serves an internal endpoint and publishes no
+  card.
+- 1.1-1.2 (the 1.1 AGENTS.md: "MultimodalEncodeWorkerHandler: Front-facing ... Receives
+  pre-tokenized requests (ModelInput.Tokens) from Rust frontend"; PR #7517 removed the
+  processor): the encode worker is the public model; the PD / prefill / decode workers stay
+  internal endpoints without cards (PR #5500's design, unchanged until worker_type).
+- 1.3-1.5: the current design (internal workers register Empty cards with their role).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from harness.contract import CHAT_COMPLETIONS, EMBEDDING, EMPTY, ExpectedCard
 from harness.topology import Era, WorkerSpec
 
-ERA_0_7 = ">=0.7,<0.9"
+ERA_0_X = ">=0.7,<1.0"
 # The request plane of each part of the era: 0.7 serves over NATS only; 0.8 added the TCP
 # plane (DYN_REQUEST_PLANE) and made it the default.
-_PLANES = ((">=0.7,<0.8", "nats"), (">=0.8,<0.9", "tcp"))
+_PLANES = ((">=0.7,<0.8", "nats"), (">=0.8,<1.0", "tcp"))
+_PLANES_0_7_8 = ((">=0.7,<0.8", "nats"), (">=0.8,<0.9", "tcp"))
 _VL_NAME = "Qwen/Qwen2.5-VL-7B-Instruct"
 _VL_FLAGS = ("--chat-template", "qwen2-vl")
 # Internal: not advertised (model type Empty); what it takes as input was not fixed then.
@@ -38,6 +61,11 @@ def _worker(
     return WorkerSpec(
         role=role, flags=flags, model=model, component=component, card=card, start_paths=(path,)
     )
+
+
+def _internal_endpoint(worker: WorkerSpec) -> WorkerSpec:
+    """PR #5500's design: the worker serves its peers and publishes no card."""
+    return dataclasses.replace(worker, card=None, internal_endpoint=True)
 
 
 _PROCESSOR = _worker(
@@ -74,54 +102,178 @@ def _mm_worker(role: str, component: str, path: str, *mode: str) -> WorkerSpec:
     )
 
 
-def _era(*workers: WorkerSpec, **more: object) -> tuple[Era, ...]:
-    """The era's declaration, once per request-plane range."""
+def _era(
+    workers: tuple[WorkerSpec, ...], planes: tuple[tuple[str, str], ...] = _PLANES, **more: object
+) -> tuple[Era, ...]:
+    """A <1.0 declaration (namespace from DYN_NAMESPACE), once per request-plane range."""
     return tuple(
         Era(releases, workers=workers, namespace_flag=False, request_plane=plane, **more)  # type: ignore[arg-type]
-        for releases, plane in _PLANES
+        for releases, plane in planes
     )
 
 
-AGGREGATED_ERAS = _era(
-    _worker(
-        "worker",
-        "backend",
-        "text",
-        ExpectedCard(CHAT_COMPLETIONS, "Tokens", "", ()),
-        "--skip-tokenizer-init",
-        path="init",
-    )
+# The current design from 1.3 (worker_type / needs), and 1.0-1.2 without those card fields.
+CURRENT_DESIGN = (
+    Era(">=1.3,<1.6"),
+    Era(">=1.0,<1.3", topology_fields=False),
 )
-EMBEDDING_ERAS = _era(
-    _worker(
-        "embedding",
-        "backend",
-        "embedding",
-        ExpectedCard(EMBEDDING, "Text", "", ()),
-        "--embedding-worker",
-        path="init_embedding",
-    )
+
+
+def added_in(release: str, source: str) -> tuple[Era, ...]:
+    """A mode the releases before `release` do not have: skipped there, with the source."""
+    return (Era(f">=0.7,<{release}", unsupported=f"mode added in {release} ({source})"),)
+
+
+_AGGREGATED_0_X = _worker(
+    "worker",
+    "backend",
+    "text",
+    ExpectedCard(CHAT_COMPLETIONS, "Tokens", "", ()),
+    "--skip-tokenizer-init",
+    path="init",
 )
-MM_ENCODE_PD_ERAS = _era(
-    _PROCESSOR,
-    _ENCODER,
-    _mm_worker("mm-worker", "backend", "init_multimodal_worker"),
-    requests=_MM_REQUESTS,
-    served_model_name=_VL_NAME,
+AGGREGATED_ERAS = (*CURRENT_DESIGN, *_era((_AGGREGATED_0_X,)))
+
+# Disaggregated P/D. 0.7: the decode worker calls the prefill component itself (its handler
+# takes a `prefill_client`), so prefill is an internal endpoint; PR #4635 ("frontend based
+# prefill request routing for sglang", 0.8) has the prefill worker register a Prefill card
+# (PR #3709: "discovered as the Prefill model type"), which the frontend does not advertise.
+_NIXL = ("--disaggregation-transfer-backend", "nixl")
+_PREFILL_0_X = _worker(
+    "prefill",
+    "prefill",
+    "text",
+    ExpectedCard("Prefill", "Tokens", "", (), public=False),
+    "--skip-tokenizer-init",
+    "--disaggregation-mode",
+    "prefill",
+    *_NIXL,
+    path="init_prefill",
 )
-MM_ENCODE_P_D_ERAS = _era(
-    _PROCESSOR,
-    _ENCODER,
-    _mm_worker(
-        "mm-prefill",
-        "prefill",
-        "init_multimodal_prefill_worker",
-        "--disaggregation-mode",
-        "prefill",
+_DECODE_0_X = _worker(
+    "decode",
+    "backend",
+    "text",
+    ExpectedCard(CHAT_COMPLETIONS, "Tokens", "", ()),
+    "--skip-tokenizer-init",
+    "--disaggregation-mode",
+    "decode",
+    *_NIXL,
+    path="init",
+)
+DISAGGREGATED_ERAS = (
+    *CURRENT_DESIGN,
+    *_era((_internal_endpoint(_PREFILL_0_X), _DECODE_0_X), ((">=0.7,<0.8", "nats"),)),
+    *_era((_PREFILL_0_X, _DECODE_0_X), ((">=0.8,<1.0", "tcp"),)),
+)
+EMBEDDING_ERAS = (
+    *CURRENT_DESIGN,
+    *_era(
+        (
+            _worker(
+                "embedding",
+                "backend",
+                "embedding",
+                ExpectedCard(EMBEDDING, "Text", "", ()),
+                "--embedding-worker",
+                path="init_embedding",
+            ),
+        )
     ),
-    _mm_worker("mm-decode", "backend", "init_multimodal_worker", "--disaggregation-mode", "decode"),
-    requests=_MM_REQUESTS,
-    served_model_name=_VL_NAME,
 )
-RERANK_ERAS = (Era(ERA_0_7, unsupported="no rerank worker before 0.9"),)
-DIFFUSION_ERAS = (Era(ERA_0_7, unsupported="no diffusion workers before 0.9"),)
+
+_MM_PD_0_X = _mm_worker("mm-worker", "backend", "init_multimodal_worker")
+_MM_PREFILL_0_X = _mm_worker(
+    "mm-prefill", "prefill", "init_multimodal_prefill_worker", "--disaggregation-mode", "prefill"
+)
+_MM_DECODE_0_X = _mm_worker(
+    "mm-decode", "backend", "init_multimodal_worker", "--disaggregation-mode", "decode"
+)
+_MM_0_X = {"requests": _MM_REQUESTS, "served_model_name": _VL_NAME}
+_PROCESSOR_DESIGN = ((">=0.9,<1.0", False), (">=1.0,<1.1", True))  # (range, --namespace)
+
+
+def _processor_eras(*workers: WorkerSpec) -> tuple[Era, ...]:
+    """0.7-0.8: #4512's internal cards; 0.9-1.0: PR #5500's internal endpoints."""
+    internal = tuple(map(_internal_endpoint, workers))
+    return (
+        *_era((_PROCESSOR, *workers), _PLANES_0_7_8, **_MM_0_X),
+        *(
+            Era(r, workers=(_PROCESSOR, *internal), namespace_flag=flag, **_MM_0_X)  # type: ignore[arg-type]
+            for r, flag in _PROCESSOR_DESIGN
+        ),
+    )
+
+
+# 1.1-1.2: no processor; the encode worker is the public model (Tokens in), the others are
+# internal endpoints. `--embedding-transfer-mode local`: the default nixl-write needs NIXL.
+_MM_1_1 = ("--chat-template", "qwen2-vl", "--embedding-transfer-mode", "local")
+_ENCODER_1_1 = dataclasses.replace(
+    _ENCODER,
+    card=ExpectedCard(CHAT_COMPLETIONS, "Tokens", "", ()),
+    flags=("--multimodal-encode-worker", *_MM_1_1),
+)
+
+
+def _worker_1_1(role: str, component: str, path: str, *mode: str) -> WorkerSpec:
+    return _internal_endpoint(
+        _worker(
+            role,
+            component,
+            "vision-language",
+            None,
+            "--multimodal-worker",
+            *_MM_1_1,
+            "--skip-tokenizer-init",
+            *mode,
+            path=path,
+        )
+    )
+
+
+def _encoder_eras(*workers: WorkerSpec) -> tuple[Era, ...]:
+    return (Era(">=1.1,<1.3", workers=(_ENCODER_1_1, *workers), requests=_MM_REQUESTS),)
+
+
+MM_ENCODE_PD_ERAS = (
+    Era(">=1.3,<1.6"),
+    *_encoder_eras(_worker_1_1("mm-worker", "backend", "init_multimodal_worker")),
+    *_processor_eras(_ENCODER, _MM_PD_0_X),
+)
+MM_ENCODE_P_D_ERAS = (
+    Era(">=1.3,<1.6"),
+    *_encoder_eras(
+        _worker_1_1(
+            "mm-prefill",
+            "prefill",
+            "init_multimodal_prefill_worker",
+            "--disaggregation-mode",
+            "prefill",
+        ),
+        _worker_1_1(
+            "mm-decode", "backend", "init_multimodal_worker", "--disaggregation-mode", "decode"
+        ),
+    ),
+    *_processor_eras(_ENCODER, _MM_PREFILL_0_X, _MM_DECODE_0_X),
+)
+
+# Modes that later releases added (each release's dynamo/sglang/main.py dispatch shows the
+# flag appear; the PR named is the one that introduced it).
+RERANK_ERAS = added_in("1.6", "--rerank-worker")
+GATEWAY_ERAS = added_in("1.6", "--gateway-workers, PR #15078")
+# The diffusion workers' contracts from 1.0 are the current design's (the 1.0 AGENTS.md:
+# "register.py has three paths: LLM, image diffusion, video generation"); the CPU stand-in
+# for sglang 0.5.9-0.5.18's DiffGenerator and diffusion imports is not written yet.
+_NO_DIFFUSION_STAND_IN = (
+    "CPU tier: no stand-in yet for sglang 0.5.9-0.5.18's diffusion runtime "
+    "(sglang.multimodal_gen needs remote_pdb / cache_dit there); runs on the GPU tier"
+)
+_DIFFUSION_DESIGN = tuple(
+    dataclasses.replace(era, cpu_skip=_NO_DIFFUSION_STAND_IN) for era in CURRENT_DESIGN
+)
+DIFFUSION_ERAS = (*_DIFFUSION_DESIGN, *added_in("1.0", "--image-diffusion-worker"))
+VIDEO_ERAS = (*_DIFFUSION_DESIGN, *added_in("1.0", "--video-generation-worker"))
+LLM_DIFFUSION_ERAS = (*CURRENT_DESIGN, *added_in("0.9", "--dllm-algorithm / init_diffusion"))
+# Modes whose flags are 1.6's from 1.3 on (the 1.3 AGENTS.md); before 1.3 their flags or
+# card fields differ and are not declared yet.
+SINCE_1_3 = (Era(">=1.3,<1.6"),)

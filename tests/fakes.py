@@ -15,11 +15,12 @@ NS = "h-unit-abc123"
 class FakeWorker:
     role: str
     component: str
-    expected: ExpectedCard
+    expected: ExpectedCard | None
     pid: int = 4242
     tcp_port: int | None = 25012
     registrants: int = 1
     start_paths: tuple[str, ...] = ("init_decode",)
+    internal_endpoint: bool = False
 
 
 def instance_entry(component: str, instance_id: int, port: int, host: str = "127.0.0.1"):

@@ -1,9 +1,10 @@
 """Contracts per Dynamo release: era selection, era command lines, the history's table.
 
-The fast tests here run in the default command; the ones that need the release environments
-(`bash ci/setup.sh --dynamo 0.7.1` and `0.8.1`) are nightly: each release's stand-ins against
-that release's installed code, and the conformance history itself, which must find Dynamo
-#4486 on 0.7.1 by running it (nothing tells the harness which release is buggy).
+The fast tests here run in the default command; the ones that need release environments are
+nightly and take whichever are built (`bash ci/setup.sh --dynamo VERSION`; CI builds 0.7.1 and
+one rotating release, its nightly all): each release's stand-ins against that release's
+installed code, and the conformance history itself, which must find Dynamo #4486 on 0.7.1 by
+running it (nothing tells the harness which release is buggy).
 """
 
 from __future__ import annotations
@@ -16,29 +17,109 @@ from xml.etree import ElementTree
 
 import pytest
 
+from harness import checks
 from harness.catalogue import load
-from harness.history import table
+from harness.cli import main as harness_main
+from harness.history import html, releases, start_paths, table
+from harness.history.record import ItemFindings
 from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, read_junit, run_release
+from harness.records import Instance, ModelCard
 from harness.runtime import dynamo_env, tier
 from harness.runtime.launch import worker_command
 from harness.topology import Scenario, UnsupportedRelease
+from harness.violations import REGISTERED_UNEXPECTEDLY
+from tests.fakes import FakeWorker
 from tests.sites import worker_site
 
 CATALOGUE = load()
-OLD_RELEASES = ("0.7.1", "0.8.1")
+OWN = dynamo_env.own().version
+OLDER_RELEASES = tuple(r for r in releases.known() if r != OWN)
+# The topologies every release must give a verdict for (issue 18's "done when").
+CORE = ("aggregated", "disaggregated", "embedding", "mm-encode-pd", "mm-encode-p-d")
 
 
 def test_each_release_gets_its_era_or_a_reason():
     mm = CATALOGUE.topology("mm-encode-pd")
-    assert mm.for_release(dynamo_env.own().version) is mm
+    assert mm.for_release(OWN) is mm
     old = mm.for_release("0.7.1")
     assert [w.role for w in old.workers] == ["mm-processor", "mm-encoder", "mm-worker"]
     assert old.era is not None and old.era.request_plane == "nats"
     assert mm.for_release("0.8.1").era.request_plane == "tcp"  # type: ignore[union-attr]
-    with pytest.raises(UnsupportedRelease, match=r"no rerank worker before 0\.9"):
-        CATALOGUE.topology("rerank").for_release("0.7.1")
-    with pytest.raises(UnsupportedRelease, match=r"no contract declared for ai-dynamo 0\.9\.1"):
-        mm.for_release("0.9.1")
+    with pytest.raises(UnsupportedRelease, match=r"mode added in 1\.6 \(--rerank-worker\)"):
+        CATALOGUE.topology("rerank").for_release("1.5.1")
+    with pytest.raises(UnsupportedRelease, match=r"mode added in 1\.0"):
+        CATALOGUE.topology("image-diffusion").for_release("0.9.1")
+    with pytest.raises(UnsupportedRelease, match=r"no contract declared for ai-dynamo 0\.6\.0"):
+        mm.for_release("0.6.0")
+
+
+@pytest.mark.parametrize("release", OLDER_RELEASES)
+def test_every_release_has_a_contract_for_the_core_topologies(release: str):
+    for name in CORE:
+        deployed = CATALOGUE.topology(name).for_release(release)
+        assert deployed.era is not None and deployed.workers, (name, release)
+
+
+def test_the_multimodal_design_of_each_range():
+    """0.7-0.8: internal cards (#4512); 0.9-1.0: internal endpoints behind the processor
+    (#5500); 1.1-1.2: the encoder is public; 1.3+: the current contract."""
+    mm = CATALOGUE.topology("mm-encode-p-d")
+
+    def shape(release: str) -> list[tuple[str, bool, bool]]:
+        return [
+            (w.role, w.card is not None and w.card.public, w.internal_endpoint)
+            for w in mm.for_release(release).workers
+        ]
+
+    assert shape("0.8.1")[1:] == [
+        (r, False, False) for r in ("mm-encoder", "mm-prefill", "mm-decode")
+    ]
+    assert shape("0.9.1") == [("mm-processor", True, False)] + [
+        (r, False, True) for r in ("mm-encoder", "mm-prefill", "mm-decode")
+    ]
+    assert shape("1.1.1") == [
+        ("mm-encoder", True, False),
+        ("mm-prefill", False, True),
+        ("mm-decode", False, True),
+    ]
+    assert mm.for_release("1.3.1").workers == mm.workers
+
+
+def test_an_era_without_a_cpu_stand_in_is_gpu_only_there():
+    image = CATALOGUE.topology("image-diffusion")
+    assert "diffusion runtime" in (image.for_release("1.2.1").cpu_skip or "")
+    assert image.for_release(OWN).cpu_skip is None
+
+
+def test_cards_before_1_3_carry_no_topology_fields():
+    disagg = CATALOGUE.topology("disaggregated")
+    prefill = disagg.for_release("1.2.1").worker("prefill").card
+    assert prefill is not None and (prefill.worker_type, prefill.needs) == ("", ())
+    assert prefill.model_type == disagg.worker("prefill").card.model_type  # type: ignore[union-attr]
+    assert disagg.for_release("1.3.1").workers == disagg.workers
+
+
+def _records(with_card: bool) -> checks.WorkerRecords:
+    key = "ns/encoder/generate/a"
+    instance = Instance(f"v1/instances/{key}", "ns", "encoder", "generate", 10, "127.0.0.1:20001/a")
+    card = ModelCard(
+        f"v1/mdc/{key}", "ns", "encoder", "generate", 10, "m", "Chat", "Tokens", "", (), {}
+    )
+    return checks.WorkerRecords([instance], [instance], [card] if with_card else [])
+
+
+def _view(internal_endpoint: bool) -> FakeWorker:
+    return FakeWorker("mm-encoder", "encoder", None, internal_endpoint=internal_endpoint)
+
+
+def test_an_internal_endpoint_serves_but_a_card_of_it_is_caught():
+    assert checks.must_not_register(_records(with_card=False), _view(internal_endpoint=True)) == []
+    found = checks.must_not_register(_records(with_card=True), _view(internal_endpoint=True))
+    assert [v.kind for v in found] == [REGISTERED_UNEXPECTEDLY]
+    assert "mm-encoder" in found[0].message and "v1/mdc/ns/encoder/generate/a" in found[0].message
+    # A worker that must stay out altogether is caught for its instance alone.
+    found = checks.must_not_register(_records(with_card=False), _view(internal_endpoint=False))
+    assert "serves or registered: v1/instances/ns/encoder/generate/a" in found[0].message
 
 
 def test_an_era_command_line_takes_the_namespace_from_the_environment(tmp_path: Path):
@@ -98,20 +179,78 @@ def test_the_history_table_shows_each_check_and_violation(tmp_path: Path):
     assert "[never-registered]: worker mm-encoder never registered" in text
 
 
-def _release_env(release: str) -> Path:
+def _run(release: str, findings: dict[str, ItemFindings]) -> ReleaseRun:
+    return ReleaseRun(release, f"ai-dynamo {release}", findings, seconds=1.0)
+
+
+def test_the_start_path_table_names_the_first_release_that_registered_correctly():
+    broken = ItemFindings(
+        "failed", violations=[{"kind": "never-registered", "role": "mm-worker", "message": "x"}]
+    )
+    runs = [
+        _run("0.7.1", {"mm-encode-pd": broken, "aggregated": ItemFindings("passed")}),
+        _run("0.8.1", {"mm-encode-pd": ItemFindings("passed")}),
+    ]
+    rows = {r.start_path: r for r in start_paths.rows(runs, CATALOGUE)}
+    worker = rows["init_multimodal_worker"]
+    assert worker.cells == {"0.7.1": "BROKEN (mm-encode-pd: never-registered)", "0.8.1": "ok"}
+    assert worker.first_correct == "0.8.1"
+    assert rows["init"].cells == {"0.7.1": "ok", "0.8.1": ""}  # 0.8.1 did not run it
+    assert rows["init_multimodal_encode_worker"].first_correct == "0.7.1"
+    page = html.page(runs, ["mm-encode-pd"], list(rows.values()))
+    assert '<td class="bad">BROKEN (mm-encode-pd: never-registered)</td>' in page
+    assert "<summary>0.7.1 / mm-encode-pd [never-registered] mm-worker</summary>" in page
+
+
+def test_history_refuses_a_release_it_has_no_requirements_for(tmp_path: Path, capsys):
+    assert harness_main(["history", "--releases", "9.9.9", "--out", str(tmp_path)]) == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no requirements for ai-dynamo 9.9.9" in err[0]
+    assert "0.7.1" in err[0] and OWN in err[0] and "setup.sh" not in err[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def _saved(out: Path, *runs: ReleaseRun) -> str:
+    (out / "history.json").write_text(table.as_json(list(runs)))
+    (out / "history.md").write_text("the table as it was\n")
+    return (out / "history.json").read_text()
+
+
+def test_history_keeps_the_table_when_a_release_cannot_run(tmp_path: Path):
+    saved = _saved(tmp_path, _run("0.7.1", {"aggregated": ItemFindings("passed")}))
+    argv = ["history", "--releases", "0.8.1", "--topology", "aggregated", "--no-build"]
+    argv += ["--envs-dir", str(tmp_path / "no-envs"), "--out", str(tmp_path)]
+    assert harness_main(argv) == 1
+    assert (tmp_path / "history.md").read_text() == "the table as it was\n"
+    assert (tmp_path / "history.json").read_text() == saved
+
+
+def test_history_resumes_a_release_already_in_the_table(tmp_path: Path, capsys):
+    saved = _saved(tmp_path, _run("0.7.1", {"aggregated": ItemFindings("passed")}))
+    argv = ["history", "--releases", "0.7.1", "--topology", "aggregated", "--no-build"]
+    argv += ["--envs-dir", str(tmp_path / "no-envs"), "--out", str(tmp_path)]
+    assert harness_main(argv) == 0  # nothing ran: no environment was needed
+    assert "0.7.1: kept from" in capsys.readouterr().out
+    assert (tmp_path / "history.json").read_text() == saved
+
+
+def _release_env(release: str) -> Path | None:
     env = DEFAULT_ENVS / f"dynamo-{release}"
-    if not (env / "bin" / "python").exists():
-        pytest.fail(
-            f"no environment for ai-dynamo {release}: run bash ci/setup.sh --dynamo {release}"
-        )
-    return env
+    return env if (env / "bin" / "python").exists() else None
+
+
+def _built(*wanted: str) -> None:
+    missing = [r for r in wanted if _release_env(r) is None]
+    if missing:
+        pytest.skip(f"not built here: bash ci/setup.sh --dynamo {' '.join(missing)}")
 
 
 @pytest.mark.nightly
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("release", OLD_RELEASES)
+@pytest.mark.parametrize("release", OLDER_RELEASES)
 def test_each_release_matches_its_stand_ins(release: str):
-    python = _release_env(release) / "bin" / "python"
+    _built(release)
+    python = DEFAULT_ENVS / f"dynamo-{release}" / "bin" / "python"
     result = subprocess.run(
         [str(python), "-m", "workers.drift"],
         capture_output=True,
@@ -135,12 +274,12 @@ def _kinds(item, role: str | None = None) -> set[str]:
 @pytest.mark.nightly
 @pytest.mark.timeout(900)
 def test_the_history_finds_4486_on_the_release_that_shipped_it(tmp_path: Path):
-    for release in OLD_RELEASES:
-        _release_env(release)
+    _built("0.7.1")
+    with_0_8 = _release_env("0.8.1") is not None  # asserted where built (CI rotates it)
     topologies = ["aggregated", "mm-encode-pd", "mm-encode-p-d"]
     runs = {
         release: run_release(release, topologies, DEFAULT_ENVS, tmp_path, [])
-        for release in (*OLD_RELEASES, dynamo_env.own().version)
+        for release in ("0.7.1", *(["0.8.1"] if with_0_8 else []), OWN)
     }
     print(table.markdown(list(runs.values()), topologies))
     for run in runs.values():
@@ -153,10 +292,10 @@ def test_the_history_finds_4486_on_the_release_that_shipped_it(tmp_path: Path):
     assert "never-registered" in _kinds(pd, "mm-encoder") and "never-registered" in _kinds(
         pd, "mm-worker"
     )
-    # 0.8.1: the PD worker dies at start; the E/P/D prefill card is public, chat misrouted.
-    assert "worker-exited" in _kinds(runs["0.8.1"].findings["mm-encode-pd"], "mm-worker")
-    epd = runs["0.8.1"].findings["mm-encode-p-d"]
-    assert "internal-advertised" in _kinds(epd, "mm-prefill") and 500 in _statuses(epd)
+    if with_0_8:  # the PD worker dies at start; the E/P/D prefill card is public: chat 500
+        assert "worker-exited" in _kinds(runs["0.8.1"].findings["mm-encode-pd"], "mm-worker")
+        epd = runs["0.8.1"].findings["mm-encode-p-d"]
+        assert "internal-advertised" in _kinds(epd, "mm-prefill") and 500 in _statuses(epd)
     # 1.6.1: conformant, apart from the declared E/P/D known violation.
     for name in ("mm-encode-pd", "mm-encode-p-d"):
-        assert runs[dynamo_env.own().version].findings[name].outcome == "passed"
+        assert runs[OWN].findings[name].outcome == "passed"

@@ -29,21 +29,11 @@ def install_stand_ins() -> None:
     multimodal_gen.DiffGenerator = CpuDiffGenerator
 
 
-def dynamo_release() -> tuple[int, ...]:
-    """The installed ai-dynamo's version, as numbers (a release environment may be older)."""
-    from importlib.metadata import version
-
-    return tuple(int(part) for part in version("ai-dynamo").split(".")[:3] if part.isdigit())
-
-
 def install_release_stand_ins() -> None:
-    """The stand-ins of the installed release's era: 1.x, or the 0.7/0.8 multimodal design."""
-    if dynamo_release() < (0, 9):
-        from workers import legacy_stand_ins
+    """The stand-ins of the installed release (workers.release_stand_ins says which)."""
+    from workers import release_stand_ins
 
-        legacy_stand_ins.install()
-    else:
-        install_stand_ins()
+    release_stand_ins.install(release_stand_ins.choice_for(release_stand_ins.installed_release()))
 
 
 def main(argv: list[str] | None = None) -> None:

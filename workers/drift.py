@@ -40,24 +40,27 @@ def _load(path: str) -> Any:
 
 def report() -> list[str]:
     """The stand-ins of the installed release's era, checked against that release."""
-    from workers import cpu_sglang, torchvision_shim
+    from workers import release_stand_ins, torchvision_shim
 
     torchvision_shim.apply()
-    if cpu_sglang.dynamo_release() < (0, 9):
-        return legacy_report()
-    return current_report()
+    choice = release_stand_ins.choice_for(release_stand_ins.installed_release())
+    if choice.engine == "current":
+        return current_report()
+    return legacy_report(choice)
 
 
-def legacy_report() -> list[str]:
-    """ai-dynamo 0.7/0.8 with sglang 0.5.4-0.5.6 (workers.legacy_stand_ins)."""
+def legacy_report(choice: Any) -> list[str]:
+    """ai-dynamo 0.7-1.5 with sglang 0.5.4-0.5.18: the parts its row in
+    workers.release_stand_ins chooses."""
     from workers import legacy_stand_ins as legacy
+    from workers import release_stand_ins
 
-    legacy.install()
+    legacy.install_kernel_placeholder()
+    originals = _replaced_classes(choice)  # before the stand-ins take their names
+    release_stand_ins.install(choice)
     engine = _load("sglang.srt.entrypoints.engine.Engine")
     tokenizer_manager = _load("sglang.srt.managers.tokenizer_manager.TokenizerManager")
-    connector = _load("dynamo.nixl_connect.Connector")
     stand_in_engine, stand_in_manager = legacy.legacy_engine_classes()
-    vision = _load("transformers.Qwen2_5_VLModel")
     pairs = [
         ("Engine.__init__", engine.__init__, stand_in_engine.__init__),
         ("Engine.shutdown", engine.shutdown, stand_in_engine.shutdown),
@@ -71,23 +74,46 @@ def legacy_report() -> list[str]:
             tokenizer_manager.abort_request,
             stand_in_manager.abort_request,
         ),
-        ("Connector.__init__", connector.__init__, legacy.CpuConnector.__init__),
-        (
-            "Connector.create_readable",
-            connector.create_readable,
-            legacy.CpuConnector.create_readable,
-        ),
-        ("Connector.begin_read", connector.begin_read, legacy.CpuConnector.begin_read),
-        (
-            "Qwen2_5_VLModel.get_image_features",
-            vision.get_image_features,
-            legacy.CpuVisionTower.get_image_features,
-        ),
     ]
     problems = [p for label, real, fake in pairs for p in compare_signatures(label, real, fake)]
     problems += missing_attributes("Engine", engine, ["async_generate", "async_encode"])
     problems += _engine_construction()
+    problems += missing_attributes("sglang", importlib.import_module("sglang"), ["Engine"])
+    register = importlib.import_module("dynamo.sglang.register")
+    gate = (
+        "register_llm_with_readiness_gate"
+        if choice.vision_tower
+        else ("register_model_with_readiness_gate")
+    )
+    problems += missing_attributes("dynamo.sglang.register", register, [gate])
+    if choice.nixl_connector:
+        problems += _connector_report(legacy, originals["Connector"])
+    if choice.vision_tower:
+        problems += _vision_tower_report(legacy)
+    if choice.mm_encoder_module:
+        problems += _mm_encoder_report(originals["MMEncoder"])
+    return problems
+
+
+def _replaced_classes(choice: Any) -> dict[str, type]:
+    """The release's own classes that its row's stand-ins replace."""
+    found = {}
+    if choice.nixl_connector:
+        found["Connector"] = _load("dynamo.nixl_connect.Connector")
+    if choice.mm_encoder_module:
+        found["MMEncoder"] = _load(f"{choice.mm_encoder_module}.MMEncoder")
+    return found
+
+
+def _connector_report(legacy: Any, real: type) -> list[str]:
+    """NIXL's Connector as the era's multimodal handlers use it."""
     connect = importlib.import_module("dynamo.nixl_connect")
+    pairs = [
+        ("Connector.__init__", real.__init__, legacy.CpuConnector.__init__),
+        ("Connector.create_readable", real.create_readable, legacy.CpuConnector.create_readable),
+        ("Connector.begin_read", real.begin_read, legacy.CpuConnector.begin_read),
+    ]
+    problems = [p for label, r, fake in pairs for p in compare_signatures(label, r, fake)]
     problems += missing_attributes("dynamo.nixl_connect", connect, ["RdmaMetadata", "Descriptor"])
     problems += missing_attributes("OperationKind", connect.OperationKind, ["READ"])
     fields = connect.RdmaMetadata.model_fields
@@ -97,18 +123,31 @@ def legacy_report() -> list[str]:
         if name not in fields
     ]
     problems += missing_attributes("Descriptor", connect.Descriptor, ["ptr", "size"])
-    # Where the era's Dynamo looks the replaced parts up.
-    encode = importlib.import_module(
-        "dynamo.sglang.request_handlers.multimodal.encode_worker_handler"
+    return problems + _transfer_round_trip(legacy)
+
+
+def _vision_tower_report(legacy: Any) -> list[str]:
+    """0.7-0.9: the encode worker's own Hugging Face vision tower."""
+    vision = _load("transformers.Qwen2_5_VLModel")
+    problems = compare_signatures(
+        "Qwen2_5_VLModel.get_image_features",
+        vision.get_image_features,
+        legacy.CpuVisionTower.get_image_features,
     )
-    problems += missing_attributes("encode_worker_handler", encode, ["AutoModel", "connect"])
-    problems += missing_attributes("sglang", importlib.import_module("sglang"), ["Engine"])
-    register = importlib.import_module("dynamo.sglang.register")
-    problems += missing_attributes(
-        "dynamo.sglang.register", register, ["register_llm_with_readiness_gate"]
-    )
-    problems += _transfer_round_trip(legacy)
-    return problems
+    from workers.release_stand_ins import ENCODE_HANDLER
+
+    encode = importlib.import_module(ENCODE_HANDLER)
+    return problems + missing_attributes("encode_worker_handler", encode, ["AutoModel", "connect"])
+
+
+def _mm_encoder_report(real: type) -> list[str]:
+    """1.0-1.5: sglang's MMEncoder, where that release's Dynamo imports it from."""
+    from workers import legacy_encoder
+
+    stand_in = legacy_encoder.for_real(real)
+    return compare_signatures(
+        "MMEncoder.__init__", real.__init__, stand_in.__init__
+    ) + compare_signatures("MMEncoder._encode", real._encode, stand_in._encode)
 
 
 def _engine_construction() -> list[str]:

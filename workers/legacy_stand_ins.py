@@ -17,7 +17,8 @@ CUDA-only build does not load beside a CPU torch. Replaced here, each as small a
 * `sgl_kernel`: a placeholder module whose every function raises if called (no kernel runs:
   the engine is stood in for). Installed only where the real one cannot load.
 
-`python -m workers.drift` checks these against the installed release.
+`workers.release_stand_ins` says which of them each release takes; `python -m workers.drift`
+checks them against the installed release.
 """
 
 from __future__ import annotations
@@ -164,6 +165,19 @@ class CpuConnector:
         return _Read(remote_metadata, local_descriptors)
 
 
+def _publish_runtime_context(server_args: Any) -> None:
+    """sglang 0.5.18 keeps the resolved args as a process-wide runtime context (the prefill
+    warm-up reads its parallel config); the real Engine publishes it before it spawns
+    schedulers. Older sglang has no such context: nothing to do there."""
+    try:
+        from sglang.srt.runtime_context import publish
+    except ImportError:
+        return
+    if hasattr(server_args, "resolve_once"):
+        server_args.resolve_once()
+    publish(server_args, role="tokenizer")
+
+
 @functools.cache
 def legacy_engine_classes() -> tuple[type, type]:
     """Built on first use: they subclass the installed release's real classes."""
@@ -190,6 +204,7 @@ def legacy_engine_classes() -> tuple[type, type]:
             self.processor = None
             self.mm_processor = None
             self.is_pause = False
+            self.num_reserved_tokens = 0  # Dynamo 1.x's token budget reads it
             self.init_stand_in_generation()
 
     class LegacyCpuEngine(Engine):
@@ -200,6 +215,7 @@ def legacy_engine_classes() -> tuple[type, type]:
 
             server_args = kwargs.get("server_args") or ServerArgs(**kwargs)
             self.server_args = server_args
+            _publish_runtime_context(server_args)
             self.port_args = PortArgs.init_new(server_args)
             model_config = ModelConfig.from_server_args(server_args)
             self.tokenizer_manager = LegacyCpuTokenizerManager(server_args, model_config)
@@ -208,6 +224,10 @@ def legacy_engine_classes() -> tuple[type, type]:
                 "max_total_num_tokens": MAX_TOTAL_TOKENS,
                 "max_req_input_len": model_config.context_len,
             }
+            # Where sglang 0.5.14 and later keep it (Dynamo 1.3+ reads it there).
+            self._scheduler_init_result = types.SimpleNamespace(
+                scheduler_infos=[self.scheduler_info], all_child_pids=[]
+            )
             self.send_to_rpc = None
             try:
                 self.loop = asyncio.get_running_loop()
@@ -224,18 +244,3 @@ def legacy_engine_classes() -> tuple[type, type]:
             """Nothing was launched, so nothing to stop."""
 
     return LegacyCpuEngine, LegacyCpuTokenizerManager
-
-
-def install() -> None:
-    """Point every name the era's Dynamo looks the GPU parts up by at the stand-ins."""
-    install_kernel_placeholder()
-    import dynamo.nixl_connect as connect
-    import sglang
-    import sglang.srt.entrypoints.engine as engine_module
-
-    engine, _ = legacy_engine_classes()
-    sglang.Engine = engine
-    engine_module.Engine = engine
-    connect.Connector = CpuConnector
-    encode_handler = "dynamo.sglang.request_handlers.multimodal.encode_worker_handler"
-    importlib.import_module(encode_handler).AutoModel = CpuVisionTower

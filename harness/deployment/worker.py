@@ -45,6 +45,10 @@ class Worker:
         return self.spec.start_paths
 
     @property
+    def internal_endpoint(self) -> bool:
+        return self.spec.internal_endpoint
+
+    @property
     def pid(self) -> int:
         return self.proc.pid
 

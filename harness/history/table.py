@@ -61,6 +61,29 @@ def cells(item: ItemFindings) -> tuple[str, str, str, str]:
     return verdict, registration, _answers(item), others
 
 
+def _short(item: ItemFindings | None) -> str:
+    """One matrix cell: ok, skipped (-), or the kinds of what went wrong."""
+    if item is None or item.outcome == "skipped":
+        return "-"
+    if item.outcome == "passed":
+        return "ok" if not item.known else "ok (known)"
+    kinds = sorted({v["kind"] for v in item.violations}) or [item.outcome]
+    return "FAIL: " + ", ".join(kinds)
+
+
+def matrix(runs: Sequence[ReleaseRun], topologies: Sequence[str]) -> str:
+    """Topology x release, one word per cell (README-sized); '-': no such mode there."""
+    names = [t for t in topologies if any(t in run.findings for run in runs)]
+    lines = [
+        "| topology | " + " | ".join(run.release for run in runs) + " |",
+        "|---|" + "---|" * len(runs),
+    ]
+    for name in names:
+        cells = " | ".join(_short(run.findings.get(name)) for run in runs)
+        lines.append(f"| {name} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
 def _clip(text: str, keep: int = 350) -> str:
     """Head and tail of a long message: what was awaited, and the log's last words (an
     exception's own line is at the end of a traceback)."""
@@ -96,6 +119,20 @@ def markdown(runs: Sequence[ReleaseRun], topologies: Sequence[str]) -> str:
     if details:
         out += ["", "Violations:", *details]
     return "\n".join(out) + "\n"
+
+
+def from_json(text: str) -> list[ReleaseRun]:
+    """The runs of a table written before (`as_json`), so a history run can resume."""
+    return [
+        ReleaseRun(
+            release=entry["release"],
+            env=entry["environment"],
+            findings={name: ItemFindings(**item) for name, item in entry["topologies"].items()},
+            error=entry["error"],
+            seconds=entry["seconds"],
+        )
+        for entry in json.loads(text)
+    ]
 
 
 def as_json(runs: Sequence[ReleaseRun]) -> str:

@@ -80,3 +80,19 @@ def resolve(path: str | Path | None) -> DynamoEnv:
 def active() -> DynamoEnv:
     """The run's Dynamo environment (HARNESS_DYNAMO_ENV, else the harness's own)."""
     return resolve(os.environ.get(ENV_VARIABLE))
+
+
+# Dynamo before PR #11878 (first in 1.6) reads DYN_TCP_RESPONSE_STREAM_HOST as a network
+# interface name only: an IP there fails the frontend's model pipeline with "Interface not
+# found: 127.0.0.1" (measured on 1.3.1). 0.x ignores the variable's value for its planes.
+_HOST_AS_INTERFACE = ">=1.0,<1.6"
+
+
+def response_stream_host(loopback_ip: str) -> str:
+    """The active release's spelling of the loopback for DYN_TCP_RESPONSE_STREAM_HOST."""
+    from packaging.specifiers import SpecifierSet
+
+    version = active().version
+    if version != "unknown" and SpecifierSet(_HOST_AS_INTERFACE).contains(version, True):
+        return "lo"
+    return loopback_ip

@@ -1,0 +1,96 @@
+"""Which CPU stand-ins each Dynamo release's sglang needs: data, one row per release range.
+
+The parts themselves live in `workers.cpu_engine` (sglang 0.5.21's engine, encoder and
+diffusion classes, for ai-dynamo 1.6) and `workers.legacy_stand_ins` (an engine built on any
+older sglang's own Engine and TokenizerManager, the Hugging Face vision tower, NIXL's
+connector, the sgl_kernel placeholder). A row says which of them a release range takes and
+where that release's Dynamo looks each replaced class up; `python -m workers.drift` checks
+the chosen ones against the installed release.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from importlib.metadata import version
+
+
+@dataclass(frozen=True)
+class StandInChoice:
+    releases: str  # PEP 440 range of ai-dynamo versions
+    engine: str  # "current": workers.cpu_engine; "legacy": legacy_stand_ins' engine
+    # The encode worker loads a Hugging Face vision tower itself (`AutoModel` in its module).
+    vision_tower: bool = False
+    # The multimodal workers move embeddings with dynamo.nixl_connect's Connector.
+    nixl_connector: bool = False
+    # Where the release's Dynamo imports sglang's MMEncoder from (None: it has none).
+    mm_encoder_module: str | None = None
+
+
+ENCODE_HANDLER = "dynamo.sglang.request_handlers.multimodal.encode_worker_handler"
+CHOICES = (
+    # 0.7-0.9: processor in front; the encode worker runs its own vision tower (AutoModel)
+    # and hands embeddings over NIXL; sglang 0.5.4-0.5.8.
+    StandInChoice(">=0.7,<1.0", "legacy", vision_tower=True, nixl_connector=True),
+    # 1.0: sglang's MMEncoder (encode_server) replaces the vision tower; still NIXL.
+    StandInChoice(
+        ">=1.0,<1.1",
+        "legacy",
+        nixl_connector=True,
+        mm_encoder_module="sglang.srt.disaggregation.encode_server",
+    ),
+    # 1.1-1.5: embeddings travel by --embedding-transfer-mode (local on the CPU tier).
+    StandInChoice(
+        ">=1.1,<1.6",
+        "legacy",
+        mm_encoder_module="sglang.srt.disaggregation.encode_server",
+    ),
+    StandInChoice(
+        ">=1.6",
+        "current",
+        mm_encoder_module="sglang.srt.disaggregation.encoder.server",
+    ),
+)
+
+
+def installed_release() -> str:
+    return version("ai-dynamo")
+
+
+def choice_for(release: str) -> StandInChoice:
+    from packaging.specifiers import SpecifierSet
+
+    for choice in CHOICES:
+        if SpecifierSet(choice.releases).contains(release, prereleases=True):
+            return choice
+    raise LookupError(f"no CPU stand-ins declared for ai-dynamo {release}")
+
+
+def install(choice: StandInChoice) -> None:
+    """Point every name the release's Dynamo looks the GPU parts up by at the stand-ins."""
+    from workers import legacy_stand_ins as legacy
+
+    legacy.install_kernel_placeholder()
+    if choice.engine == "current":
+        from workers import cpu_sglang
+
+        cpu_sglang.install_stand_ins()
+        return
+    import sglang
+    import sglang.srt.entrypoints.engine as engine_module
+
+    engine, _ = legacy.legacy_engine_classes()
+    sglang.Engine = engine
+    engine_module.Engine = engine
+    if choice.nixl_connector:
+        importlib.import_module("dynamo.nixl_connect").Connector = legacy.CpuConnector
+    if choice.vision_tower:
+        importlib.import_module(ENCODE_HANDLER).AutoModel = legacy.CpuVisionTower
+    if choice.mm_encoder_module:
+        from workers import legacy_encoder
+
+        module = importlib.import_module(choice.mm_encoder_module)
+        module.MMEncoder = encoder = legacy_encoder.for_real(module.MMEncoder)
+        handler = importlib.import_module(ENCODE_HANDLER)
+        if hasattr(handler, "MMEncoder"):
+            handler.MMEncoder = encoder
