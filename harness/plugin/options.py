@@ -9,11 +9,13 @@ tier, `--inject-fault` on the GPU tier) is refused instead of silently doing not
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
 from harness import catalogue
 from harness.infra import PROVIDERS
+from harness.report import pytest_run as report_run
 from harness.runtime import spawn, tier
 from harness.topology import Topology
 
@@ -214,3 +216,17 @@ def tier_id_hint(
                     f"id is [{topology.name}]"
                 )
     return None
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+    report_run.add_option(parser.getgroup(GROUP))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Iterator[int | pytest.ExitCode | None]:
+    """After pytest's --help: a pointer to the harness's group and its variables."""
+    result = yield
+    if config.option.help:
+        print(help_epilogue())
+    return result
