@@ -18,8 +18,8 @@ the processor alone registers the public chat model. Nothing here says which rel
 
 from __future__ import annotations
 
-from harness.contract import CHAT_COMPLETIONS, EMBEDDING, EMPTY, ExpectedCard
-from harness.topology import Era, WorkerSpec
+from harness.model.contract import CHAT_COMPLETIONS, EMBEDDING, EMPTY, ExpectedCard
+from harness.model.topology import Era, WorkerSpec
 
 ERA_0_7 = ">=0.7,<0.9"
 # The request plane of each part of the era: 0.7 serves over NATS only; 0.8 added the TCP

@@ -16,12 +16,12 @@ from xml.etree import ElementTree
 
 import pytest
 
-from harness.catalogue import load
 from harness.history import table
 from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, read_junit, run_release
+from harness.model.catalogue import load
+from harness.model.topology import Scenario, UnsupportedRelease
 from harness.runtime import dynamo_env, tier
 from harness.runtime.launch import worker_command
-from harness.topology import Scenario, UnsupportedRelease
 from tests.sites import worker_site
 
 CATALOGUE = load()

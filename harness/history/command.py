@@ -6,9 +6,9 @@ import argparse
 import time
 from pathlib import Path
 
-from harness.catalogue import Catalogue
 from harness.history import table
 from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, run_release
+from harness.model.catalogue import Catalogue
 from harness.report.merge import write_merged_reports
 
 

@@ -12,20 +12,20 @@ from typing import Any
 import pytest
 
 from harness.deployment import Deployment, Session, Settings
-from harness.frontend import start_frontend
+from harness.discovery.observer import DiscoveryObserver
 from harness.history import record
-from harness.infra import Endpoints
-from harness.infra.local_process import LocalProcessProvider
-from harness.model_source import ModelSource
-from harness.observer import DiscoveryObserver
+from harness.model.topology import Scenario, Topology
+from harness.model.violations import ContractFailure
 from harness.plugin.session import FAULTS_KEY
+from harness.processes.infra import Endpoints
+from harness.processes.infra.local_process import LocalProcessProvider
 from harness.report import pytest_run as report_run
 from harness.report.observed import from_deployment
 from harness.report.pytest_run import KNOWN_VIOLATION, TIMELINE_ROW
-from harness.requests import Reply
 from harness.runtime import spawn
-from harness.topology import Scenario, Topology
-from harness.violations import ContractFailure
+from harness.runtime.frontend import start_frontend
+from harness.runtime.model_source import ModelSource
+from harness.serving.requests import Reply
 
 DeployFn = Callable[..., Deployment]
 

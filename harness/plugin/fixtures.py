@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from harness.deployment import Session, Settings
-from harness.frontend import start_frontend
-from harness.infra import Endpoints, select_provider
-from harness.model_source import ModelSource, model_source
-from harness.observer import DiscoveryObserver
+from harness.discovery.observer import DiscoveryObserver
 from harness.plugin.session import GPU_SHARE_KEY, PROGRESS_KEY, SPAWN_KEY, chosen_tier
+from harness.processes.infra import Endpoints, select_provider
 from harness.runtime import spawn
+from harness.runtime.frontend import start_frontend
 from harness.runtime.launch import template_env
+from harness.runtime.model_source import ModelSource, model_source
 
 ROOT = Path(__file__).resolve().parents[2]
 

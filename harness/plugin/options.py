@@ -13,11 +13,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness import catalogue
-from harness.infra import PROVIDERS
+from harness.model import catalogue
+from harness.model.topology import Topology
+from harness.processes.infra import PROVIDERS
 from harness.report import pytest_run as report_run
 from harness.runtime import spawn, tier
-from harness.topology import Topology
 
 GROUP = "discovery-harness"
 # Every environment variable a user may set instead of (or beside) an option.

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.model.topology import Scenario, Topology, UnsupportedRelease
 from harness.plugin.session import GPU_MEMORY_KEY, GPU_SHARE_KEY, chosen_tier
 from harness.runtime import dynamo_env, gpu_session
-from harness.topology import Scenario, Topology, UnsupportedRelease
 
 
 def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology, ...]) -> None:

@@ -9,14 +9,15 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from harness import catalogue, ports, usage
-from harness.model_source import describe_models
+from harness.model import catalogue
+from harness.model.topology import Scenario, Topology
 from harness.plugin import options
-from harness.processes import install_cleanup_handlers
+from harness.processes import ports
+from harness.processes.managed import install_cleanup_handlers
 from harness.report import pytest_run as report_run
-from harness.runtime import dynamo_env, gpu_session, gpus, spawn, tier
+from harness.runtime import dynamo_env, gpu_session, gpus, spawn, tier, usage
+from harness.runtime.model_source import describe_models
 from harness.runtime.models import apply_overrides
-from harness.topology import Scenario, Topology
 
 MARKERS = {
     "sglang": "exercises dynamo.sglang workers",
@@ -42,7 +43,6 @@ GPU_MEMORY_KEY = pytest.StashKey[tuple]()
 
 
 PROGRESS_KEY = pytest.StashKey[Callable[[str], None] | None]()
-
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -136,9 +136,7 @@ def pytest_collection(session: pytest.Session) -> Iterator[object]:
         return (yield)
     except pytest.UsageError:
         config = session.config
-        hint = options.tier_id_hint(
-            config.args, chosen_tier(config), catalogue.load().topologies
-        )
+        hint = options.tier_id_hint(config.args, chosen_tier(config), catalogue.load().topologies)
         if hint is None:
             raise
         raise pytest.UsageError(hint) from None

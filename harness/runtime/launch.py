@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.loopback import (
+from harness.model.topology import Scenario, WorkerSpec
+from harness.processes.loopback import (
     ProcessPorts,
     inherited_env,
     loopback_env,
@@ -26,7 +27,6 @@ from harness.loopback import (
 )
 from harness.runtime import dynamo_env
 from harness.runtime.tier import CPU, STAND_INS_ENV, TierPolicy
-from harness.topology import Scenario, WorkerSpec
 from workers.faults import FAULT_DELAY_ENV, FAULT_ENV
 
 ROOT = Path(__file__).resolve().parents[2]

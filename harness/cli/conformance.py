@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import catalogue as catalogue_module
 from harness.history.run import CONFORMANCE_TEST, CONFORMANCE_TESTS, ROOT, outcome
+from harness.model import catalogue as catalogue_module
 from harness.report import default_report_dir, remove_reports
 
 REPORT = ROOT / "reports" / "conformance.xml"  # HARNESS_REPORT_DIR moves it (and the others)

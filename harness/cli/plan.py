@@ -11,15 +11,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import ports
-from harness.catalogue import Catalogue
 from harness.deployment import Settings
-from harness.loopback import ProcessPorts
-from harness.model_source import ModelSource, TinyModels, gpu_models
+from harness.model.catalogue import Catalogue
+from harness.model.topology import Placement, Scenario, Topology
+from harness.processes import ports
+from harness.processes.loopback import ProcessPorts
 from harness.runtime import gpus
 from harness.runtime.launch import WorkerCommand, WorkerSite, placeholders, worker_command
+from harness.runtime.model_source import ModelSource, TinyModels, gpu_models
 from harness.runtime.tier import TIERS, TierPolicy, tier_differences
-from harness.topology import Placement, Scenario, Topology
 
 PLACEHOLDER_ETCD = "http://127.0.0.1:<etcd-port>"
 PLACEHOLDER_NATS = "nats://127.0.0.1:<nats-port>"

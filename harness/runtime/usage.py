@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.catalogue import Catalogue
-from harness.infra import InfraUnavailable, select_provider
+from harness.model.catalogue import Catalogue
+from harness.model.topology import Topology
+from harness.processes.infra import InfraUnavailable, select_provider
 from harness.runtime.models import MissingModels, ModelNeed, apply_overrides, require
-from harness.topology import Topology
 
 
 def injected_faults(pairs: Iterable[str], catalogue: Catalogue) -> dict[str, str]:

@@ -8,10 +8,10 @@ import shutil
 import signal
 from pathlib import Path
 
-from harness import ports
-from harness.deadline import Deadline
-from harness.infra.base import Endpoints, InfraUnavailable, etcd_healthy, nats_connects
-from harness.processes import ManagedProcess, stop_all
+from harness.common.deadline import Deadline
+from harness.processes import ports
+from harness.processes.infra.base import Endpoints, InfraUnavailable, etcd_healthy, nats_connects
+from harness.processes.managed import ManagedProcess, stop_all
 
 START_DEADLINE_S = 30.0
 

@@ -11,7 +11,7 @@ import importlib
 import os
 from dataclasses import dataclass, field
 
-from harness.topology import Topology
+from harness.model.topology import Topology
 
 DEFAULT_CATALOGUE = "scenarios.catalogue"
 
@@ -20,7 +20,7 @@ DEFAULT_CATALOGUE = "scenarios.catalogue"
 class Catalogue:
     topologies: tuple[Topology, ...]
     gpu_models: dict[str, str] = field(default_factory=dict)  # asset key -> HF name or path
-    # dynamo.sglang start paths no topology takes, with the reason (see harness.coverage)
+    # dynamo.sglang start paths no topology takes, with the reason (see harness.judge.coverage)
     start_path_exemptions: dict[str, str] = field(default_factory=dict)
     # model reference -> its download size (GiB) where the Hub cannot be asked: an estimate
     model_sizes_gib: dict[str, float] = field(default_factory=dict)

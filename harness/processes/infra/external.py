@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness.infra.base import Endpoints, InfraUnavailable, etcd_healthy, nats_connects
+from harness.processes.infra.base import Endpoints, InfraUnavailable, etcd_healthy, nats_connects
 
 
 class ExternalProvider:

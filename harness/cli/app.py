@@ -17,10 +17,10 @@ import signal
 import sys
 from typing import NoReturn
 
-from harness import catalogue as catalogue_module
 from harness.audit import command as audit_command
-from harness.catalogue import Catalogue
-from harness.commands import conformance, models
+from harness.cli import conformance, models
+from harness.model import catalogue as catalogue_module
+from harness.model.catalogue import Catalogue
 from harness.runtime.gpus import memory_needed_gib
 from harness.runtime.tier import GPU, TIERS
 from harness.up import command as up_command
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "topologies":
             print(gpu_table() if args.gpu else topologies_table())
         elif args.command == "plan":
-            from harness.runtime.plan import plan_command
+            from harness.cli.plan import plan_command
 
             _check_plan(args)
             print(plan_command(catalogue_module.load(), args))

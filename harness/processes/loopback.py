@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import ports
+from harness.processes import ports
 
 LOOPBACK = "127.0.0.1"
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import httpx
 
-from harness import ports
-from harness.deadline import Deadline
-from harness.infra import Endpoints
-from harness.loopback import LOOPBACK, ProcessPorts, inherited_env, loopback_env
-from harness.processes import ManagedProcess
+from harness.common.deadline import Deadline
+from harness.processes import ports
+from harness.processes.infra import Endpoints
+from harness.processes.loopback import LOOPBACK, ProcessPorts, inherited_env, loopback_env
+from harness.processes.managed import ManagedProcess
 from harness.runtime import dynamo_env
 from harness.runtime.launch import hugging_face_env
 from harness.runtime.tier import CPU, TierPolicy

@@ -23,7 +23,7 @@ from typing import Protocol, TypeVar
 
 import psutil
 
-from harness.deadline import Deadline
+from harness.common.deadline import Deadline
 
 T = TypeVar("T")
 

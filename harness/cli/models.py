@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness import catalogue as catalogue_module
-from harness.model_source import gpu_needs
+from harness.model import catalogue as catalogue_module
+from harness.runtime.model_source import gpu_needs
 from harness.runtime.models import MissingModels, fetch, hf_hub_cache, locate, require
 
 

@@ -1,7 +1,7 @@
 """The requests a topology can declare, each with what a good answer looks like.
 
-A kind maps to one OpenAI-compatible call and a judge of its response (harness.answers): a 200
-is judged on everything its API promises, not just its status.
+A kind maps to one OpenAI-compatible call and a judge of its response
+(harness.serving.answers): a 200 is judged on everything its API promises, not just its status.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness import answers
-from harness.http_client import RecordingClient
+from harness.serving import answers
+from harness.serving.http_client import RecordingClient
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ Judge = Callable[[Any, answers.Asked], list[str]]
 
 
 def _judged(kind: str, path: str, status: int, body: str, judge: Callable[[], list[str]]) -> Reply:
-    """A 200 is judged on everything its API promises (harness.answers); else its status."""
+    """A 200 is judged on everything its API promises (harness.serving.answers); else its status."""
     if status != 200:
         return Reply(kind, path, status, f"status {status}", body)
     problems = judge()
@@ -157,7 +157,8 @@ def _image(client: RecordingClient, model: str) -> Reply:
         "n": 1,
         "nvext": {"num_inference_steps": IMAGE_STEPS},
     }
-    asked = answers.Asked(model, count=1, size=(32, 32))
+    width, height = (int(n) for n in IMAGE_SIZE.split("x"))
+    asked = answers.Asked(model, count=1, size=(width, height))
     return _post(client, "image", "/v1/images/generations", payload, asked, answers.image)
 
 

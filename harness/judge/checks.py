@@ -12,11 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.contract import EMPTY, ExpectedCard
-from harness.http_client import Exchange
-from harness.observer import DiscoveryState
-from harness.records import Instance, ModelCard
-from harness.violations import (
+from harness.discovery.observer import DiscoveryState
+from harness.model.contract import EMPTY, ExpectedCard
+from harness.model.records import Instance, ModelCard
+from harness.model.violations import (
     BAD_RESPONSE,
     CARD_WITHOUT_INSTANCE,
     INCOMPATIBLE_WORKERS,
@@ -28,6 +27,7 @@ from harness.violations import (
     WRONG_CARD,
     Violation,
 )
+from harness.serving.http_client import Exchange
 
 GENERATE_ENDPOINT = "generate"
 INCOMPATIBLE_MARKER = "Rejected incompatible workers"

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from harness.assets import cpu_assets
-from harness.catalogue import Catalogue, load
+from harness.model.assets import cpu_assets
+from harness.model.catalogue import Catalogue, load
 from harness.runtime.models import ModelNeed, apply_overrides, locate, require
 from harness.runtime.tier import TierPolicy
 
