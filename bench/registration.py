@@ -31,16 +31,16 @@ from pathlib import Path
 
 import psutil
 
-from harness.deadline import Deadline
+from harness.common.deadline import Deadline
 from harness.deployment import Deployment, Session, Settings
-from harness.frontend import start_frontend
-from harness.infra.local_process import LocalProcessProvider
-from harness.model_source import TinyModels
-from harness.observer import DiscoveryObserver
-from harness.processes import install_cleanup_handlers
+from harness.discovery.observer import DiscoveryObserver
+from harness.model.topology import Topology
+from harness.processes.infra.local_process import LocalProcessProvider
+from harness.processes.managed import install_cleanup_handlers
+from harness.runtime.frontend import start_frontend
 from harness.runtime.launch import template_env
+from harness.runtime.model_source import TinyModels
 from harness.runtime.spawn import FRESH, ZYGOTE, Zygote
-from harness.topology import Topology
 from scenarios.catalogue import CATALOGUE, by_name
 
 ROOT = Path(__file__).resolve().parent.parent

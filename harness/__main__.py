@@ -1,7 +1,7 @@
-"""`python -m harness`: see harness.cli."""
+"""`python -m harness`: see harness.cli.app."""
 
 import sys
 
-from harness.cli import main
+from harness.cli.app import main
 
 sys.exit(main())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harness.contract import (
+from harness.model.contract import (
     CHAT_COMPLETIONS,
     CHAT_IMAGES,
     EMBEDDING,
@@ -22,7 +22,7 @@ from harness.contract import (
     VIDEOS,
     ExpectedCard,
 )
-from harness.topology import (
+from harness.model.topology import (
     GpuProfile,
     KnownViolation,
     Placement,
@@ -30,7 +30,7 @@ from harness.topology import (
     WorkerPlacement,
     WorkerSpec,
 )
-from harness.violations import LISTED_EARLY
+from harness.model.violations import LISTED_EARLY
 from scenarios import eras
 
 # The GPU tier's model per asset key; defaults follow Dynamo's own sglang GPU tests and fit a
@@ -666,7 +666,7 @@ CATALOGUE: tuple[Topology, ...] = (
 )
 
 # Start paths of dynamo.sglang 1.6.1 that no topology takes, each with why (see
-# harness.coverage: a start path neither covered nor listed here fails the guard).
+# harness.judge.coverage: a start path neither covered nor listed here fails the guard).
 START_PATH_EXEMPTIONS: dict[str, str] = {
     "snapshot_restore": (
         "snapshot mode (DYN snapshot control dir set): the engine is created before the "

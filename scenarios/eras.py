@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.contract import CHAT_COMPLETIONS, EMBEDDING, EMPTY, ExpectedCard
-from harness.topology import Era, WorkerSpec
+from harness.model.contract import CHAT_COMPLETIONS, EMBEDDING, EMPTY, ExpectedCard
+from harness.model.topology import Era, WorkerSpec
 
 ERA_0_X = ">=0.7,<1.0"
 # The request plane of each part of the era: 0.7 serves over NATS only; 0.8 added the TCP

@@ -1,4 +1,4 @@
-"""Self-tests of the answer checks (harness/answers.py): a worker that registers right and
+"""Self-tests of the answer checks (harness/serving/answers.py): a worker that registers right and
 answers 200 with a wrong answer is caught, with a violation naming the role, the request kind
 and what was wrong. Each fault (workers/bad_answers.py) breaks one promise of one kind's API;
 the promises a worker cannot break (the frontend's SSE framing, ids) are shown failing on
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.model.violations import BAD_CONTENT, ContractFailure
 from harness.plugin import topology_param
-from harness.violations import BAD_CONTENT, ContractFailure
 from scenarios.catalogue import (
     AGGREGATED,
     EMBEDDING_TOPOLOGY,

@@ -19,14 +19,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import ports
-from harness.cli import main
-from harness.deadline import Deadline
+from harness.cli.app import main
+from harness.common.deadline import Deadline
 from harness.deployment import FILE, Deployment, Planes, Session
-from harness.plugin import topology_param
-from harness.runtime.spawn import FRESH
-from harness.topology import Topology
-from harness.violations import (
+from harness.model.topology import Topology
+from harness.model.violations import (
     BAD_RESPONSE,
     INTERNAL_ADVERTISED,
     NEEDS_UNMET,
@@ -34,6 +31,9 @@ from harness.violations import (
     WRONG_CARD,
     ContractFailure,
 )
+from harness.plugin import topology_param
+from harness.processes import ports
+from harness.runtime.spawn import FRESH
 from scenarios.catalogue import AGGREGATED, CATALOGUE, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]

@@ -10,8 +10,8 @@ import signal
 import pytest
 
 from harness.deployment.disruption import come_back, depart
+from harness.model.violations import INCOMPATIBLE_WORKERS, INTERFERENCE, ContractFailure
 from harness.plugin import topology_param
-from harness.violations import INCOMPATIBLE_WORKERS, INTERFERENCE, ContractFailure
 from scenarios.catalogue import AGGREGATED, DISAGGREGATED, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge, pytest.mark.gpu_0]

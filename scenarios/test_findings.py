@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
+from harness.model.violations import ContractFailure
 from harness.plugin import topology_param
-from harness.violations import ContractFailure
 from scenarios.catalogue import GATEWAY
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.nightly, pytest.mark.gpu_0]

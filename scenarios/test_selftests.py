@@ -14,11 +14,9 @@ import pytest
 
 from harness.deployment import FILE, Planes
 from harness.deployment.lora import LoraControl
-from harness.discovery_faults import write_orphan_card
-from harness.plugin import topology_param
-from harness.runtime.spawn import FRESH
-from harness.topology import GpuProfile, Placement, WorkerPlacement, WorkerSpec
-from harness.violations import (
+from harness.discovery.faults import write_orphan_card
+from harness.model.topology import GpuProfile, Placement, WorkerPlacement, WorkerSpec
+from harness.model.violations import (
     BAD_RESPONSE,
     CARD_WITHOUT_INSTANCE,
     INCOMPATIBLE_WORKERS,
@@ -32,6 +30,8 @@ from harness.violations import (
     WRONG_CARD,
     ContractFailure,
 )
+from harness.plugin import topology_param
+from harness.runtime.spawn import FRESH
 from scenarios.catalogue import AGGREGATED, CATALOGUE, LORA_P_D, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.selftest, pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]

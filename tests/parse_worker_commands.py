@@ -55,12 +55,12 @@ def parse(argv: list[str]) -> dict[str, Any]:
 
 def start_path(config: Any) -> str:
     """The start path main.worker() takes for this config: its own dispatch conditions (read
-    by harness.coverage) evaluated on the parsed config, then the init function's sub-path
+    by harness.judge.coverage) evaluated on the parsed config, then the init function's sub-path
     for a follower node or a gateway leader."""
     from dynamo.common.constants import DisaggregationMode
     from dynamo.sglang.gateway import gateway_worker_count
 
-    from harness.coverage import dispatch_conditions, installed_start_paths
+    from harness.judge.coverage import dispatch_conditions, installed_start_paths
 
     scope = {"config": config, "DisaggregationMode": DisaggregationMode}
     chosen = next(

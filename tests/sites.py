@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.loopback import ProcessPorts
+from harness.processes.loopback import ProcessPorts
 from harness.runtime.launch import WorkerSite
 
 

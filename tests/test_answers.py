@@ -1,7 +1,8 @@
-"""Every promise harness.answers checks, shown failing on a hand-made answer: good answers (as
-1.6.1's frontend gives them) pass, and each mutation is caught with its own message. The ones
-a worker can break are also injected into real workers (scenarios/test_answer_selftests.py);
-the ones only the frontend makes (SSE framing, ids, objects) are shown here."""
+"""Every promise harness.serving.answers checks, shown failing on a hand-made answer: good
+answers (as 1.6.1's frontend gives them) pass, and each mutation is caught with its own
+message. The ones a worker can break are also injected into real workers
+(scenarios/test_answer_selftests.py); the ones only the frontend makes (SSE framing, ids,
+objects) are shown here."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from harness import answers
+from harness.serving import answers
 
 pytestmark = pytest.mark.unit
 

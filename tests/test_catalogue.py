@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.assets import ASSET_KEYS
-from harness.cli import gpu_table, topologies_table
-from harness.requests import KINDS
+from harness.cli.app import gpu_table, topologies_table
+from harness.model.assets import ASSET_KEYS
+from harness.serving.requests import KINDS
 from scenarios.catalogue import CATALOGUE, MULTIMODAL_FLAGS
 
 README = Path(__file__).resolve().parent.parent / "README.md"

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import time
 
-from harness import checks
-from harness.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
-from harness.http_client import Exchange
-from harness.violations import (
+from harness.judge import checks
+from harness.model.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
+from harness.model.violations import (
     BAD_RESPONSE,
     CARD_WITHOUT_INSTANCE,
     INCOMPATIBLE_WORKERS,
@@ -16,6 +15,7 @@ from harness.violations import (
     STATUS_503,
     WRONG_CARD,
 )
+from harness.serving.http_client import Exchange
 from tests.fakes import NS, FakeWorker, card_entry, instance_entry, state
 
 AGG = ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated")

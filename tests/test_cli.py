@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 
-from harness.pytest_options import ENV_VARIABLES
+from harness.plugin.options import ENV_VARIABLES
 from tests.inner_pytest import ROOT, run_pytest, session_env
 from workers.faults import FAULTS
 

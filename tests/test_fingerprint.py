@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.deployment.fingerprint import answer_fingerprint, differences, discovery_fingerprint
-from harness.requests import Reply
+from harness.serving.requests import Reply
 from tests.fakes import NS, card_entry, instance_entry, state
 
 

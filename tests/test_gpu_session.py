@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from harness import cli
+from harness.cli import app as cli
+from harness.model.topology import Placement, Scenario, WorkerPlacement
 from harness.runtime import gpu_session, gpus
 from harness.runtime.preflight import driver_problem
-from harness.topology import Placement, Scenario, WorkerPlacement
 from scenarios.catalogue import CATALOGUE, LLM_DIFFUSION, by_name
 from tests.inner_pytest import run_pytest
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.model.topology import Placement, WorkerPlacement
 from harness.runtime import gpus, tier
-from harness.topology import Placement, WorkerPlacement
 from scenarios.catalogue import CATALOGUE
 
 TWO_GPU = Placement(2, (WorkerPlacement("prefill", 0), WorkerPlacement("decode", 1)))

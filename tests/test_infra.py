@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.infra import InfraUnavailable, select_provider
-from harness.infra.base import etcd_healthy, nats_connects
-from harness.infra.local_process import LocalProcessProvider
+from harness.processes.infra import InfraUnavailable, select_provider
+from harness.processes.infra.base import etcd_healthy, nats_connects
+from harness.processes.infra.local_process import LocalProcessProvider
 
 
 def test_no_provider_possible_says_what_to_install(monkeypatch):

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.processes import LEDGER_ENV
+from harness.processes.managed import LEDGER_ENV
 from tests.inner_pytest import ROOT, session_env
 
 # One xdist worker for the module: its inner run is a module fixture (pyproject: --dist loadgroup).

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
 from harness.judge import deployment as judged
 from harness.judge.verdict import CONFORMANT, FAILED, KNOWN, set_aside_known
-from harness.requests import Reply
-from harness.topology import KnownViolation
-from harness.violations import INTERFERENCE, LISTED_EARLY, WRONG_CARD, Violation
+from harness.model.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
+from harness.model.topology import KnownViolation
+from harness.model.violations import INTERFERENCE, LISTED_EARLY, WRONG_CARD, Violation
+from harness.serving.requests import Reply
 from tests.fakes import NS, FakeWorker, card_entry, instance_entry, state
 
 pytestmark = pytest.mark.unit

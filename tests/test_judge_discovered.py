@@ -7,8 +7,8 @@ import pytest
 
 from harness.judge.discovered import FrontendView, judge_discovery, pending
 from harness.judge.modes import FoundWorker, recognise
-from harness.records import parse_card, parse_instance
-from harness.violations import (
+from harness.model.records import parse_card, parse_instance
+from harness.model.violations import (
     CARD_WITHOUT_INSTANCE,
     INTERNAL_ADVERTISED,
     LISTED_EARLY,

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import load
 from harness.deployment.options import FILE, NATS, Planes
+from harness.model.catalogue import load
+from harness.model.topology import Scenario
 from harness.runtime.launch import WorkerCommand, worker_command
 from harness.runtime.spawn import Zygote
 from harness.runtime.tier import CPU, GPU, TierPolicy
-from harness.topology import Scenario
 from tests.sites import worker_site
 from workers.faults import FAULT_DELAY_ENV, FAULT_ENV
 

@@ -3,7 +3,7 @@ the Hugging Face environment is the tier's."""
 
 from __future__ import annotations
 
-from harness.loopback import ProcessPorts, inherited_env, loopback_env
+from harness.processes.loopback import ProcessPorts, inherited_env, loopback_env
 from harness.runtime.launch import hugging_face_env
 from harness.runtime.tier import CPU, GPU
 

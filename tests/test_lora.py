@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from harness.contract import ExpectedCard
 from harness.deployment.lora import lora_cards, lora_violations
-from harness.violations import (
+from harness.model.contract import ExpectedCard
+from harness.model.violations import (
     INTERNAL_ADVERTISED,
     NEVER_REGISTERED,
     REGISTERED_UNEXPECTEDLY,

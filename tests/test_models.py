@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import load
-from harness.model_source import gpu_needs
+from harness.model.catalogue import load
 from harness.runtime import model_fetch, models
+from harness.runtime.model_source import gpu_needs
 from harness.runtime.models import BadModelOverride, MissingModels, ModelNeed
 from scenarios.catalogue import CATALOGUE, GPU_MODELS, by_name
 from tests.hf_cache import cache_model

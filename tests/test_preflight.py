@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.infra.local_process import LocalProcessProvider
+from harness.processes.infra.local_process import LocalProcessProvider
 from harness.runtime import preflight
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.deadline import Deadline
-from harness.processes import ManagedProcess, ProcessExited, WaitTimeout
+from harness.common.deadline import Deadline
+from harness.processes.managed import ManagedProcess, ProcessExited, WaitTimeout
 
 # A parent that ignores SIGTERM and has a grandchild that ignores it too.
 STUBBORN_TREE = textwrap.dedent(

@@ -17,17 +17,17 @@ from xml.etree import ElementTree
 
 import pytest
 
-from harness import checks
-from harness.catalogue import load
-from harness.cli import main as harness_main
+from harness.cli.app import main as harness_main
 from harness.history import html, releases, start_paths, table
 from harness.history.record import ItemFindings
 from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, read_junit, run_release
-from harness.records import Instance, ModelCard
+from harness.judge import checks
+from harness.model.catalogue import load
+from harness.model.records import Instance, ModelCard
+from harness.model.topology import Scenario, UnsupportedRelease
+from harness.model.violations import REGISTERED_UNEXPECTEDLY
 from harness.runtime import dynamo_env, tier
 from harness.runtime.launch import worker_command
-from harness.topology import Scenario, UnsupportedRelease
-from harness.violations import REGISTERED_UNEXPECTEDLY
 from tests.fakes import FakeWorker
 from tests.sites import worker_site
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import load
 from harness.deployment.options import Settings
+from harness.model.catalogue import load
+from harness.model.topology import Scenario
 from harness.runtime.spawn import FRESH, ZYGOTE, spawn_mode
 from harness.runtime.tier import CPU, GPU, TIERS, TierPolicy, tier_differences
-from harness.topology import Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 TIER_NAMES = set(TIERS)

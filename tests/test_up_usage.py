@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import main
+from harness.cli.app import main
 
 pytestmark = pytest.mark.unit
 

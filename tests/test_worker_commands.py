@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import load
-from harness.model_source import TinyModels, gpu_models
+from harness.cli.plan import build_plan
+from harness.model.catalogue import load
 from harness.runtime.launch import WorkerCommand
-from harness.runtime.plan import build_plan
+from harness.runtime.model_source import TinyModels, gpu_models
 from harness.runtime.tier import CPU, GPU, tier_differences
 from tests.hf_cache import cache_model
 

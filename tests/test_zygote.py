@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import load
-from harness.deadline import Deadline
+from harness.cli.plan import PLACEHOLDER_ETCD, PLACEHOLDER_NATS, build_plan
+from harness.common.deadline import Deadline
+from harness.model.catalogue import load
 from harness.runtime.launch import template_env
-from harness.runtime.plan import PLACEHOLDER_ETCD, PLACEHOLDER_NATS, build_plan
 from harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S, TemplateUnfit, Zygote
 from harness.runtime.tier import CPU
 from tests.inner_pytest import run_pytest

@@ -1,6 +1,6 @@
 """Faults that keep a worker's registration right and make its answers wrong: a 200 that
-breaks one promise of its API (harness/answers.py checks each). Off by default; a worker gets
-one with `--harness-fault bad-answer-...` like any fault in workers/faults.py.
+breaks one promise of its API (harness/serving/answers.py checks each). Off by default; a
+worker gets one with `HARNESS_FAULT=bad-answer-...` like any fault in workers/faults.py.
 
 Text answers are broken in the engine (the CPU stand-in generates nothing, or past
 max_tokens); the other kinds in what the worker's request handler yields, which the frontend

@@ -10,15 +10,15 @@ import sys
 import time
 from pathlib import Path
 
-from harness import catalogue as catalogue_module
 from harness.audit.frontend import read_frontend
 from harness.audit.observe import Observed, Unreachable, observe, open_source
 from harness.judge.discovered import AuditedDeployment, FrontendView, judge_discovery
+from harness.model import catalogue as catalogue_module
+from harness.model.topology import Topology, UnsupportedRelease
 from harness.report import default_report_dir, write_reports
 from harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry
 from harness.report.observed import card_fields, from_audit
 from harness.runtime import dynamo_env
-from harness.topology import Topology, UnsupportedRelease
 
 CONFORMANT, VIOLATIONS, UNUSABLE = 0, 1, 2
 

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import httpx
 
 from harness.audit.observe import Unreachable
-from harness.http_client import RecordingClient
 from harness.judge.discovered import AuditedDeployment, FrontendView
-from harness.requests import Reply, send
+from harness.serving.http_client import RecordingClient
+from harness.serving.requests import Reply, send
 
 # A card's model type -> the request that exercises it (multimodal: an image chat).
 KIND_OF_TYPE = {

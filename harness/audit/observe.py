@@ -8,11 +8,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.deadline import Deadline
-from harness.discovery_sources import DiscoverySource, EtcdSource, FileSource
-from harness.infra.base import etcd_healthy
+from harness.common.deadline import Deadline
+from harness.discovery.observer import DiscoveryObserver, DiscoveryState
+from harness.discovery.sources import DiscoverySource, EtcdSource, FileSource
 from harness.judge.discovered import pending
-from harness.observer import DiscoveryObserver, DiscoveryState
+from harness.processes.infra.base import etcd_healthy
 
 
 class Unreachable(RuntimeError):

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 
-from harness import checks
-from harness.checks import WorkerRecords
 from harness.deployment.worker import Worker
-from harness.observer import DiscoveryState
-from harness.processes import without_colours
-from harness.violations import NEVER_REGISTERED, WORKER_EXITED, Violation
+from harness.discovery.observer import DiscoveryState
+from harness.judge import checks
+from harness.judge.checks import WorkerRecords
+from harness.model.violations import NEVER_REGISTERED, WORKER_EXITED, Violation
+from harness.processes.managed import without_colours
 
 # Log lines worth reading first: errors and tracebacks, anything about registration or
 # discovery, and the lines an injected fault prints.

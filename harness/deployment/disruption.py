@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from harness.deadline import Deadline
+from harness.common.deadline import Deadline
 from harness.deployment import Deployment
 from harness.deployment.listing import await_listing
-from harness.http_client import RecordingClient
-from harness.requests import Reply, send
+from harness.serving.http_client import RecordingClient
+from harness.serving.requests import Reply, send
 
 PROBE_INTERVAL_S = 0.2
 PROBE_LIMIT = 300  # at most this many gap probes, whatever the deadlines

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from harness.deadline import Deadline
+from harness.common.deadline import Deadline
 
 
 @dataclass

@@ -14,18 +14,18 @@ from pathlib import Path
 
 import httpx
 
-from harness.checks import WorkerView, compare_card, named
-from harness.deadline import Deadline
+from harness.common.deadline import Deadline
 from harness.deployment import Deployment, Worker
-from harness.observer import DiscoveryState
-from harness.records import ModelCard
-from harness.runtime.models import locate
-from harness.violations import (
+from harness.discovery.observer import DiscoveryState
+from harness.judge.checks import WorkerView, compare_card, named
+from harness.model.records import ModelCard
+from harness.model.violations import (
     NEVER_REGISTERED,
     REGISTERED_UNEXPECTEDLY,
     ContractFailure,
     Violation,
 )
+from harness.runtime.models import locate
 
 LORA_TIMEOUT_S = 60.0
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.model.topology import Scenario
 from harness.runtime.spawn import FRESH, ZYGOTE
 from harness.runtime.tier import CPU, TierPolicy
-from harness.topology import Scenario
 
 # Which frontend a deployment talks to: the session's, its own from the start, or its own
 # started only once every worker has registered (discovery of what is already there).

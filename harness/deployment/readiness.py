@@ -9,23 +9,23 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.deadline import Deadline
+from harness.common.deadline import Deadline
 from harness.deployment import diagnosis
 from harness.deployment.options import LATE
 from harness.deployment.progress import LogMilestones
 from harness.deployment.worker import Worker
+from harness.discovery.observer import DiscoveryState
 from harness.judge import deployment as judged
 from harness.judge.deployment import NOT_READY_STATUSES
-from harness.observer import DiscoveryState
-from harness.processes import without_colours
-from harness.requests import Reply
-from harness.violations import (
+from harness.model.violations import (
     BAD_RESPONSE,
     NEVER_LISTED,
     NEVER_REGISTERED,
     WORKER_EXITED,
     Violation,
 )
+from harness.processes.managed import without_colours
+from harness.serving.requests import Reply
 
 if TYPE_CHECKING:
     from harness.deployment.core import Deployment

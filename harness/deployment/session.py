@@ -8,9 +8,9 @@ from pathlib import Path
 
 from harness.deployment.options import Settings
 from harness.deployment.stops import BackgroundStops
-from harness.frontend import Frontend
-from harness.infra import Endpoints
-from harness.observer import DiscoveryObserver
+from harness.discovery.observer import DiscoveryObserver
+from harness.processes.infra import Endpoints
+from harness.runtime.frontend import Frontend
 from harness.runtime.spawn import Zygote
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.contract import ExpectedCard
-from harness.loopback import ProcessPorts
-from harness.processes import ManagedProcess
-from harness.topology import WorkerSpec
+from harness.model.contract import ExpectedCard
+from harness.model.topology import WorkerSpec
+from harness.processes.loopback import ProcessPorts
+from harness.processes.managed import ManagedProcess
 
 
 @dataclass

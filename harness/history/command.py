@@ -16,9 +16,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from harness.catalogue import Catalogue
 from harness.history import html, releases, start_paths, table
 from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, environment_for, run_release
+from harness.model.catalogue import Catalogue
 from harness.report.merge import write_merged_reports
 from harness.runtime import dynamo_env
 

@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from harness.requests import Reply
-from harness.violations import Violation
+from harness.model.violations import Violation
+from harness.serving.requests import Reply
 
 REQUEST, VIOLATION = "history.request", "history.violation"
 

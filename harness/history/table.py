@@ -13,7 +13,7 @@ from dataclasses import asdict
 
 from harness.history.record import ItemFindings
 from harness.history.run import ReleaseRun
-from harness.violations import (
+from harness.model.violations import (
     CARD_WITHOUT_INSTANCE,
     INTERNAL_ADVERTISED,
     NEVER_REGISTERED,

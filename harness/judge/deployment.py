@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness import checks
-from harness.checks import WorkerRecords, WorkerView
-from harness.contract import ExpectedCard
-from harness.http_client import Exchange
-from harness.observer import DiscoveryState
-from harness.requests import Reply
-from harness.violations import BAD_CONTENT, LISTED_EARLY, Violation
+from harness.discovery.observer import DiscoveryState
+from harness.judge import checks
+from harness.judge.checks import WorkerRecords, WorkerView
+from harness.model.contract import ExpectedCard
+from harness.model.violations import BAD_CONTENT, LISTED_EARLY, Violation
+from harness.serving.http_client import Exchange
+from harness.serving.requests import Reply
 
 NOT_READY_STATUSES = (404, 503)  # "not ready yet" from the frontend; after listing, a fault
 

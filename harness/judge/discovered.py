@@ -12,15 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness import checks
-from harness.contract import EMPTY, ExpectedCard
+from harness.discovery.observer import DiscoveryState
+from harness.judge import checks
 from harness.judge.modes import FoundWorker, Recognition, recognise
 from harness.judge.verdict import Verdict
-from harness.observer import DiscoveryState
-from harness.records import CARDS_PREFIX
-from harness.requests import Reply
-from harness.topology import Topology
-from harness.violations import (
+from harness.model.contract import EMPTY, ExpectedCard
+from harness.model.records import CARDS_PREFIX
+from harness.model.topology import Topology
+from harness.model.violations import (
     BAD_RESPONSE,
     LISTED_EARLY,
     NEEDS_UNMET,
@@ -29,6 +28,7 @@ from harness.violations import (
     STATUS_503,
     Violation,
 )
+from harness.serving.requests import Reply
 
 GENERATE = checks.GENERATE_ENDPOINT
 INTERNAL_TYPES = {EMPTY, "Prefill"}  # model types the frontend does not advertise

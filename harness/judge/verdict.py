@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from harness.topology import KnownViolation
-from harness.violations import ContractFailure, Violation
+from harness.model.topology import KnownViolation
+from harness.model.violations import ContractFailure, Violation
 
 CONFORMANT, FAILED, KNOWN = "conformant", "failed", "known-violations"
 

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 from harness.judge.discovered import AuditedDeployment
 from harness.judge.verdict import Verdict
-from harness.records import ModelCard
+from harness.model.records import ModelCard
+from harness.model.violations import Violation
 from harness.report.model import DeploymentEntry, Mark, WorkerEntry
-from harness.violations import Violation
 
 if TYPE_CHECKING:
-    from harness.contract import ExpectedCard
     from harness.deployment import Deployment
+    from harness.model.contract import ExpectedCard
 
 
 def card_fields(card: ModelCard | ExpectedCard) -> dict[str, str]:

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 
 import pytest
 
+from harness.model.topology import Scenario
 from harness.runtime import gpus
 from harness.runtime.tier import TIERS
-from harness.topology import Scenario
 
 # Each GPU's total memory (GiB) where nvidia-smi cannot tell, or to hold a run to smaller GPUs.
 MEMORY_VARIABLE = "HARNESS_GPU_MEMORY_GIB"

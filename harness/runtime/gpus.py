@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 
-from harness.topology import Placement
+from harness.model.topology import Placement
 
 
 class NotEnoughGpus(RuntimeError):

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.loopback import (
+from harness.model.topology import Scenario, WorkerSpec
+from harness.processes.loopback import (
+    LOOPBACK,
     ProcessPorts,
     inherited_env,
     loopback_env,
@@ -26,7 +28,6 @@ from harness.loopback import (
 )
 from harness.runtime import dynamo_env
 from harness.runtime.tier import CPU, STAND_INS_ENV, TierPolicy
-from harness.topology import Scenario, WorkerSpec
 from workers.faults import FAULT_DELAY_ENV, FAULT_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,7 +151,9 @@ def worker_command(
     if "--video-generation-worker" in spec.flags:
         argv += ["--media-output-fs-url", site.media_dir.as_uri()]
     argv += tier.device_argv
-    env = loopback_env(site.etcd, site.nats, site.ports, site.tmpdir)
+    env = loopback_env(
+        site.etcd, site.nats, site.ports, site.tmpdir, dynamo_env.response_stream_host(LOOPBACK)
+    )
     if not spec.pin_request_plane:  # its own python children inherit this environment
         for name in REQUEST_PLANE_PORTS:
             env.pop(name)
@@ -217,7 +220,7 @@ def template_env(etcd: str, nats: str, hf_home: Path, tmpdir: Path) -> dict[str,
     tmpdir.mkdir(parents=True, exist_ok=True)
     return {
         **inherited_env(),
-        **session_env(etcd, nats),
+        **session_env(etcd, nats, dynamo_env.response_stream_host(LOOPBACK)),
         **hugging_face_env(CPU, hf_home),
         **stand_in_env(),
         "CUDA_VISIBLE_DEVICES": "",

@@ -17,10 +17,10 @@ import os
 import sys
 from dataclasses import dataclass
 
-from harness.catalogue import DEFAULT_CATALOGUE, Catalogue
+from harness.model.catalogue import DEFAULT_CATALOGUE, Catalogue
+from harness.model.topology import Scenario
 from harness.runtime import gpu_session, gpus
 from harness.runtime.models import ModelNeed, apply_overrides, fetched_whole, hf_hub_cache
-from harness.topology import Scenario
 
 
 class _Collector:
@@ -113,7 +113,7 @@ def model_size(ref: str, declared_gib: dict[str, float]) -> Size:
 
 def models_command(catalogue: Catalogue, args: argparse.Namespace) -> int:
     """List or fetch the models of the runs `-m` selects (or of named topologies)."""
-    from harness.model_source import gpu_needs
+    from harness.runtime.model_source import gpu_needs
     from harness.runtime.models import MissingModels, fetch, require
 
     if args.marks is not None:

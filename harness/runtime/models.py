@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.assets import ASSET_KEYS
+from harness.model.assets import ASSET_KEYS
 
 FETCH_LOCK_NAME = ".harness-models-fetch.lock"
 # Where `fetch` records each repo it downloaded to the end (the snapshot's revision): a
@@ -35,7 +35,7 @@ class BadModelOverride(ValueError):
 @dataclass(frozen=True)
 class ModelNeed:
     topology: str
-    key: str  # asset key, see harness.assets.ASSET_KEYS
+    key: str  # asset key, see harness.model.assets.ASSET_KEYS
     ref: str  # Hugging Face repo id or local directory
 
     def describe(self) -> str:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.deadline import Deadline
-from harness.processes import ManagedProcess, WaitTimeout
+from harness.common.deadline import Deadline
+from harness.processes.managed import ManagedProcess, WaitTimeout
 from harness.runtime.launch import WorkerCommand
 from harness.runtime.tier import TierPolicy
 

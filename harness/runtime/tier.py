@@ -18,8 +18,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.model.topology import Scenario
 from harness.runtime.gpus import visible_gpus
-from harness.topology import Scenario
 
 # The stand-in switch for a CPU-tier worker's own python children (workers/startup).
 STAND_INS_ENV = "HARNESS_STAND_INS"

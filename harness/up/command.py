@@ -15,14 +15,14 @@ import tempfile
 import threading
 from pathlib import Path
 
-from harness import catalogue as catalogue_module
-from harness import ports, usage
 from harness.deployment import Deployment, Settings
-from harness.infra import PROVIDERS, InfraUnavailable
-from harness.processes import install_cleanup_handlers
-from harness.runtime import dynamo_env, spawn, tier
+from harness.model import catalogue as catalogue_module
+from harness.model.violations import ContractFailure
+from harness.processes import ports
+from harness.processes.infra import PROVIDERS, InfraUnavailable
+from harness.processes.managed import install_cleanup_handlers
+from harness.runtime import dynamo_env, spawn, tier, usage
 from harness.up.session import standalone_session
-from harness.violations import ContractFailure
 
 USAGE_ERROR = 2
 

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.deployment import Session, Settings
-from harness.frontend import start_frontend
-from harness.infra import select_provider
-from harness.model_source import model_source
-from harness.observer import DiscoveryObserver
+from harness.discovery.observer import DiscoveryObserver
+from harness.processes.infra import select_provider
 from harness.runtime import spawn
+from harness.runtime.frontend import start_frontend
 from harness.runtime.launch import template_env
+from harness.runtime.model_source import model_source
 
 ROOT = Path(__file__).resolve().parents[2]
 

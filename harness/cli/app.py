@@ -1,0 +1,218 @@
+"""Command line of the harness.
+
+python -m harness conformance [--topology NAME ...] [pytest args...]
+python -m harness topologies [--gpu]
+python -m harness plan [--tier gpu|cpu] [--gpus N] [--gpu-memory GIB] [--json] [--topology NAME ...]
+python -m harness models list|fetch [TOPOLOGY ... | -m EXPR] [--dry-run] [--check] [--model KEY=REF]
+python -m harness preflight [--allow-no-gpu] [--writable LABEL=PATH ...]
+python -m harness history [--releases 0.7.1,0.8.1,1.6.1|all] [-j N] [--rerun] [--topology NAME ...]
+python -m harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file FILE]
+python -m harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace NS] [--probe]
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import NoReturn
+
+from harness.audit import command as audit_command
+from harness.cli import conformance, models
+from harness.model import catalogue as catalogue_module
+from harness.model.catalogue import Catalogue
+from harness.runtime.gpus import memory_needed_gib
+from harness.runtime.tier import GPU, TIERS
+from harness.up import command as up_command
+
+USAGE_ERROR = 4  # as pytest's: bad input, nothing started
+
+
+def topologies_table(catalogue: Catalogue | None = None) -> str:
+    """One row per worker: its start path, flags and the card it must register (or that it
+    must not register at all)."""
+    catalogue = catalogue or catalogue_module.load()
+    header = (
+        "topology",
+        "worker",
+        "start path",
+        "flags",
+        "component",
+        "model_type",
+        "input",
+        "worker_type",
+        "needs",
+        "public",
+    )
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for topology in catalogue.topologies:
+        for worker in topology.workers:
+            flags = " ".join(worker.flags) or "(default)"
+            start = ", ".join(worker.start_paths)
+            card = worker.card
+            if card is None:
+                contract: tuple[str, ...] = ("**must not register**", "-", "-", "-", "no")
+            else:
+                needs = " or ".join("+".join(g) for g in card.needs) or "-"
+                count = f" (x{worker.registrants} processes)" if worker.registrants != 1 else ""
+                contract = (
+                    card.model_type.replace("|", "\\|") + count,
+                    card.model_input,
+                    card.worker_type,
+                    needs,
+                    "yes" if card.public else "internal",
+                )
+            cells = (topology.name, worker.role, start, f"`{flags}`", worker.component, *contract)
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def gpu_table(catalogue: Catalogue | None = None) -> str:
+    """Per topology and layout: models, GPUs, VRAM estimate, start order and timeout."""
+    catalogue = catalogue or catalogue_module.load()
+    header = (
+        "topology",
+        "layout",
+        "marker",
+        "workers → GPU",
+        "VRAM per GPU",
+        "start order",
+        "start timeout",
+        "models",
+        "GPU tier",
+    )
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for topology in catalogue.topologies:
+        keys = sorted({w.model for w in topology.workers})
+        models = ", ".join(f"{k}: {catalogue.gpu_models.get(k, '?')}" for k in keys)
+        for layout in topology.gpu.placements:
+            placed = ", ".join(f"{w.role}→{w.gpu}" for w in layout.workers)
+            needed = memory_needed_gib(layout)
+            vram = " / ".join(f"~{gib:.1f}" for _, gib in sorted(needed.items())) + " GiB"
+            cells = (
+                topology.name,
+                layout.name,
+                f"gpu_{layout.gpus}",
+                placed,
+                vram,
+                " → ".join(layout.start_order) or "together",
+                f"{layout.start_timeout_s} s",
+                models,
+                "nightly" if topology.gpu.nightly else "every run",
+            )
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+class UsageParser(argparse.ArgumentParser):
+    """Bad input is one line on stderr and exit 4 (pytest's usage-error code), no usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def _check_plan(args: argparse.Namespace) -> None:
+    """Options the chosen tier would ignore are refused, not dropped."""
+    if args.gpus is not None and args.gpus < 1:
+        raise ValueError(f"--gpus {args.gpus}: a GPU-tier plan needs at least 1 GPU")
+    if not TIERS[args.tier].gpus and args.gpus is not None:
+        raise ValueError("--gpus: the CPU tier runs each topology's packed layout on no GPU")
+    if TIERS[args.tier].tiny_models and args.model:
+        raise ValueError(f"--model {args.model[0]!r}: the CPU tier uses generated tiny models")
+    if args.gpus is None:
+        args.gpus = 1
+
+
+def _quiet_on_closed_pipe() -> None:
+    """`plan | head`: a closed stdout ends a printing command quietly, as Unix tools do."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = UsageParser(
+        prog="python -m harness",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=UsageParser)
+    conformance.register(commands)
+    models.register(commands)
+    topologies = commands.add_parser("topologies", help="print the contract table")
+    topologies.add_argument("--gpu", action="store_true", help="the GPU layouts instead")
+    plan = commands.add_parser("plan", help="print every worker's command; start nothing")
+    plan.add_argument("--tier", choices=list(TIERS), default=GPU.name)
+    plan.add_argument(
+        "--gpus", type=int, default=None, help="GPUs visible to the run (GPU tier; default 1)"
+    )
+    plan.add_argument(
+        "--gpu-memory",
+        type=float,
+        default=None,
+        metavar="GIB",
+        help="each GPU's total memory: layouts that do not fit are left out with the reason "
+        "(default: what nvidia-smi reports here, else no memory check)",
+    )
+    plan.add_argument(
+        "--json", action="store_true", help="the workers, and the layouts left out with why"
+    )
+    plan.add_argument("--topology", action="append", default=[], metavar="NAME")
+    plan.add_argument("--model", action="append", default=[], metavar="KEY=REF")
+    history = commands.add_parser(
+        "history",
+        help="run the conformance suite on several Dynamo releases; one table of what each did",
+    )
+    from harness.history.command import add_arguments as history_arguments
+
+    history_arguments(history)
+    commands.add_parser(
+        "preflight",
+        help="the GPU job's checks (image, driver, GPUs, versions, etcd/NATS)",
+        add_help=False,
+    )
+    up_command.add_parser(commands)
+    audit_command.add_parser(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["preflight"]:  # its own options (standard library only)
+        from harness.runtime.preflight import main as preflight
+
+        return preflight(argv[1:])
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    positionals = getattr(args, "positionals_anywhere", None)  # `models list --check NAME`
+    if positionals and extra and not any(e.startswith("-") for e in extra):
+        getattr(args, positionals).extend(extra)
+        extra = []
+    if extra and not getattr(args, "takes_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        if args.command == "conformance":
+            return args.run(args, extra)
+        if args.command == "history":
+            from harness.history.command import history_command
+
+            return history_command(args, catalogue_module.load())
+        if args.command == "up":
+            return up_command.up_command(args)
+        if args.command == "audit":
+            return audit_command.audit_command(args)
+        _quiet_on_closed_pipe()
+        if args.command == "topologies":
+            print(gpu_table() if args.gpu else topologies_table())
+        elif args.command == "plan":
+            from harness.cli.plan import plan_command
+
+            _check_plan(args)
+            print(plan_command(catalogue_module.load(), args))
+        else:
+            return args.run(args)
+    except (KeyError, ValueError) as bad_input:  # unknown topology, bad --model
+        parser.error(str(bad_input.args[0] if bad_input.args else bad_input))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

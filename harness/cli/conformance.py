@@ -1,0 +1,130 @@
+"""`python -m harness conformance`: the conformance suite, with its own help and report.
+
+It runs `scenarios/test_topologies.py::test_registers_and_serves` (one test per topology on
+the CPU tier, one per GPU layout on the GPU tier) through pytest, writes the JUnit report and
+prints one line per test. A run prints only the report it wrote: the report file is replaced
+only by a run that ran tests, and a selection that holds no test is a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+from harness.history.run import CONFORMANCE_TEST, CONFORMANCE_TESTS, ROOT, outcome
+from harness.model import catalogue as catalogue_module
+from harness.report import default_report_dir, remove_reports
+
+REPORT = ROOT / "reports" / "conformance.xml"  # HARNESS_REPORT_DIR moves it (and the others)
+HELP = f"""\
+Runs {CONFORMANCE_TESTS}::{CONFORMANCE_TEST}:
+every topology of the catalogue deployed on real etcd, NATS, frontend and dynamo.sglang
+workers, its cards checked in etcd and its requests served (CPU tier: one test per
+topology; GPU tier: one per layout).
+
+The JUnit report (with per-worker timelines) goes to {REPORT.relative_to(ROOT)}, beside
+report.json, report.md and report.html (the folder: HARNESS_REPORT_DIR, else reports/); a
+summary, one line per test, is printed at the end. A run that ran no test leaves no report.
+
+Any other argument goes to pytest: e.g. --infra process, --tier cpu, -x, -n 2. The harness's
+own pytest options and environment variables: `pytest --help` (group "discovery harness").
+"""
+
+
+class _OnlyTopologies:
+    """A pytest plugin keeping only the tests of the named topologies (any tier's ids)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
+        keep = [item for item in items if self._topology(item) in self.names]
+        dropped = [item for item in items if item not in keep]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+
+    @staticmethod
+    def _topology(item: pytest.Item) -> str | None:
+        scenario = item.callspec.params.get("scenario") if hasattr(item, "callspec") else None
+        return getattr(getattr(scenario, "topology", None), "name", None)
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "conformance",
+        help="run the conformance suite (other arguments go to pytest)",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="python -m harness conformance [--topology NAME ...] [pytest options ...]",
+        allow_abbrev=False,
+    )
+    parser.add_argument(
+        "--topology",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this topology (repeatable); default: all",
+    )
+    parser.set_defaults(run=run, takes_extra=True)
+
+
+def run(args: argparse.Namespace, extra: list[str]) -> int:
+    names = set(args.topology)
+    known = {t.name for t in catalogue_module.load().topologies}
+    if names - known:
+        raise ValueError(
+            f"--topology {', '.join(sorted(names - known))}: no such topology; known: "
+            + ", ".join(sorted(known))
+        )
+    plugins = [_OnlyTopologies(names)] if names else []
+    reports = default_report_dir()
+    report = reports / REPORT.name
+    reports.mkdir(parents=True, exist_ok=True)
+    remove_reports(reports)  # even pytest's own usage errors leave no older report
+    report.unlink(missing_ok=True)
+    handle, draft_name = tempfile.mkstemp(prefix=".conformance-", suffix=".xml", dir=reports)
+    os.close(handle)
+    draft = Path(draft_name)
+    draft.unlink()  # pytest writes it only when a session runs
+    try:
+        code = pytest.main(
+            [CONFORMANCE_TESTS, f"--junitxml={draft}", "-o", "junit_logging=no", *extra],
+            plugins=plugins,
+        )
+        if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+            raise ValueError(
+                "the selection holds no conformance test (pytest collected or kept none); "
+                "`python -m harness topologies` lists the topologies"
+            )
+        if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
+            return int(code)
+        if draft.exists():
+            draft.replace(report)
+            print("\n=== conformance report ===")
+            print(summarise(report))
+            print(f"(JUnit XML with per-worker timelines: {report})")
+        if (reports / "report.html").exists():
+            print(f"(report.json, report.md, report.html: {reports})")
+        return int(code)
+    finally:
+        draft.unlink(missing_ok=True)
+
+
+def summarise(junit: Path) -> str:
+    """One line per test from the JUnit report, with known violations."""
+    root = ElementTree.parse(junit).getroot()
+    lines = []
+    for case in root.iter("testcase"):
+        found, _ = outcome(case)
+        shown = {"failed": "FAILED", "error": "ERROR"}.get(found, found)
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+        known = [v for k, v in properties.items() if k == "known_violation"]
+        extra = f"  (known: {'; '.join(known)})" if known else ""
+        lines.append(f"{shown:<8} {case.get('name')} {float(case.get('time', 0)):6.1f}s{extra}")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Small building blocks every layer uses (deadlines)."""

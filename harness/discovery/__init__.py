@@ -1,0 +1,1 @@
+"""Dynamo's discovery state: the observer, its sources (etcd, file store), faults."""

@@ -1,6 +1,0 @@
-"""etcd + NATS for a test session: external endpoints, containers, or local binaries."""
-
-from harness.infra.base import Endpoints, InfraUnavailable, Provider
-from harness.infra.select import PROVIDERS, select_provider
-
-__all__ = ["PROVIDERS", "Endpoints", "InfraUnavailable", "Provider", "select_provider"]

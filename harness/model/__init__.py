@@ -1,0 +1,1 @@
+"""Pure data: topologies, contracts, the catalogue loader, records, violations, assets."""

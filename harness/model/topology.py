@@ -1,0 +1,239 @@
+"""The shape of a topology declaration: workers, their contracts, and the requests to send."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from harness.model.contract import ExpectedCard
+
+
+@dataclass(frozen=True)
+class KnownViolation:
+    """A violation a Dynamo release is known to show for a topology: reported, not failed.
+
+    Like a conformance profile: the release declares what it does not (yet) meet, so the
+    suite stays green on it while every report still shows the finding.
+    """
+
+    kind: str
+    dynamo_versions: tuple[str, ...]
+    reason: str
+
+    def applies_to(self, dynamo_version: str) -> bool:
+        return dynamo_version in self.dynamo_versions
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    role: str  # names the worker in every message
+    flags: tuple[str, ...]  # dynamo.sglang argv besides model, name, namespace, ports
+    model: str  # asset key: see harness.model.assets.ASSET_KEYS
+    component: str  # the discovery component its generate endpoint lives in
+    # What each registering process of this worker must register; None: this process must
+    # not register at all (a multi-node follower, a gateway leader): any instance or card
+    # it writes is a violation.
+    card: ExpectedCard | None
+    # The dynamo.sglang start paths this worker takes (see harness.judge.coverage): the guard
+    # fails when an installed start path is in no worker's list and not exempt.
+    start_paths: tuple[str, ...] = ("init_decode",)
+    # How many processes of this worker's tree register `card` (a gateway leader's children
+    # do, the leader does not): 1 for a plain worker.
+    registrants: int = 1
+    env: tuple[tuple[str, str], ...] = ()  # set for this worker (both tiers)
+    # False: Dynamo picks the request-plane port (processes the worker spawns inherit its
+    # environment, so a pinned port would be shared); its keys are then told apart by
+    # component instead of by port.
+    pin_request_plane: bool = True
+    # By the era's design an internal endpoint only its peers call: it serves (instances)
+    # but publishes no card (Dynamo PR #5500: "internal component, should not register with
+    # Frontend"); a card from it is a violation. Only with card=None.
+    internal_endpoint: bool = False
+    # For a worker that must not register: a log line (regex) that shows it took its path
+    # that registers nothing. Readiness waits for it (or, without one, the card grace), so a
+    # late wrong registration is not missed.
+    stays_out_log: str | None = None
+
+    @property
+    def registers(self) -> bool:
+        return self.card is not None and self.registrants > 0
+
+
+@dataclass(frozen=True)
+class WorkerPlacement:
+    """Where one worker runs in a GPU layout, and the caps that let it share its GPU."""
+
+    role: str
+    gpu: int  # logical GPU index within the deployment's share of the visible GPUs
+    flags: tuple[str, ...] = ()  # memory / KV / batch caps for this layout
+    vram_gib: float | None = None  # estimate; None: takes what sglang's static fraction gives
+    env: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One way to lay a topology on GPUs. The 1-GPU layout is the packed one; the CPU tier
+    runs its command lines, so every commit exercises the flags GPU runners use."""
+
+    gpus: int
+    workers: tuple[WorkerPlacement, ...]
+    start_order: tuple[str, ...] = ()  # GPU tier: roles started one at a time, in this order
+    start_timeout_s: int = 360  # GPU tier: every worker serving and registered within this
+
+    @property
+    def name(self) -> str:
+        return f"{self.gpus}gpu"
+
+    @property
+    def timeout_s(self) -> int:
+        """The GPU-tier scenario timeout: the start plus listing, requests and teardown."""
+        return self.start_timeout_s + 180
+
+    def of(self, role: str) -> WorkerPlacement:
+        """The role's placement; a process outside the topology (a stray an edge test starts)
+        gets no caps, on the layout's first GPU."""
+        return next((w for w in self.workers if w.role == role), WorkerPlacement(role, 0))
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    """How the GPU tier runs a topology: its layouts, and whether it is nightly-only there."""
+
+    placements: tuple[Placement, ...]
+    nightly: bool = False  # too big or slow for every change on GPU runners
+    # Why there is no single-GPU layout, where there is none (multi-node: a GPU per node).
+    no_single_gpu: str | None = None
+
+    @property
+    def packed(self) -> Placement:
+        """The layout on the fewest GPUs (1 wherever Dynamo has a single-GPU variant): the one
+        the CPU tier runs."""
+        return min(self.placements, key=lambda p: p.gpus)
+
+
+@dataclass(frozen=True)
+class Era:
+    """How a topology is deployed and what it must register in an older range of Dynamo
+    releases (their flags, workers and cards differ), or why it has no such deployment."""
+
+    releases: str  # a PEP 440 range of ai-dynamo versions, e.g. ">=0.7,<0.9"
+    workers: tuple[WorkerSpec, ...] = ()  # (): the topology's own (the current design)
+    # False: the era's cards carry no worker_type / needs yet (Dynamo <1.3), so the own
+    # workers' contracts are held to everything else.
+    topology_fields: bool = True
+    # CPU tier: why the era's deployment cannot run there (a stand-in not written for that
+    # release's sglang): GPU-only in this range, skipped with the reason on CPU.
+    cpu_skip: str | None = None
+    requests: tuple[str, ...] | None = None  # None: the topology's own
+    unsupported: str | None = None  # the reason the topology is skipped in this range
+    # Dynamo <0.9 takes the namespace from DYN_NAMESPACE only (no --namespace flag).
+    namespace_flag: bool = True
+    # The request plane the era's workers serve on ("tcp" or "nats": <0.9 knows NATS only).
+    request_plane: str = "tcp"
+    # A served model name the era's workers insist on (0.7/0.8's encode worker accepts only
+    # the model names it knows); None: the harness's unique name per deployment.
+    served_model_name: str | None = None
+
+    def shape(self, worker: WorkerSpec) -> WorkerSpec:
+        """One of the topology's own workers as this era declares it."""
+        if self.topology_fields or worker.card is None:
+            return worker
+        card = dataclasses.replace(worker.card, worker_type="", needs=())
+        return dataclasses.replace(worker, card=card)
+
+    def covers(self, version: str) -> bool:
+        from packaging.specifiers import SpecifierSet
+
+        return SpecifierSet(self.releases).contains(version, prereleases=True)
+
+
+class UnsupportedRelease(LookupError):
+    """The topology has no deployment declared for this Dynamo release."""
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    workers: tuple[WorkerSpec, ...]
+    requests: tuple[str, ...]  # request kinds, see harness.serving.requests
+    gpu: GpuProfile
+    marks: tuple[str, ...] = ()  # pytest markers beyond the common ones
+    timeout_s: int = 180  # CPU tier: ~3x the measured duration, rounded up
+    known_violations: tuple[KnownViolation, ...] = ()
+    # CPU tier: why this topology cannot run faithfully there (then GPU-only, skipped with
+    # this reason); None: it runs on both tiers.
+    cpu_skip: str | None = None
+    # CPU tier: seconds to serve and register when a worker starts fresh python processes
+    # of its own (gateway children), which the template cannot fork; None: the default.
+    cpu_register_deadline_s: float | None = None
+    # CPU tier: run with -m nightly only (too slow there for every run; the GPU tier's
+    # schedule is GpuProfile.nightly).
+    cpu_nightly: bool = False
+    # The ai-dynamo releases `workers` describe; older ranges are declared in `eras`.
+    releases: str = ">=1.6"
+    eras: tuple[Era, ...] = ()
+    # Set on a topology made for an era by `for_release` (how the harness launches it).
+    era: Era | None = None
+    # Asset keys the scenario uses besides its workers' models (a LoRA adapter it loads at
+    # runtime): fetched and required like the models on the GPU tier.
+    assets: tuple[str, ...] = ()
+
+    @property
+    def asset_keys(self) -> tuple[str, ...]:
+        """Every asset key the GPU tier must have in its cache for this topology."""
+        return tuple(dict.fromkeys((*(w.model for w in self.workers), *self.assets)))
+
+    def for_release(self, version: str) -> Topology:
+        """This topology as the given Dynamo release deploys it; UnsupportedRelease (with the
+        reason) where the catalogue declares none."""
+        from packaging.specifiers import SpecifierSet
+
+        if version == "unknown" or SpecifierSet(self.releases).contains(version, True):
+            return self
+        era = next((e for e in self.eras if e.covers(version)), None)
+        if era is None:
+            raise UnsupportedRelease(
+                f"{self.name}: no contract declared for ai-dynamo {version} (the catalogue "
+                f"describes {self.releases}"
+                + "".join(f", {e.releases}" for e in self.eras if not e.unsupported)
+                + ")"
+            )
+        if era.unsupported:
+            raise UnsupportedRelease(f"{self.name} on ai-dynamo {version}: {era.unsupported}")
+        return dataclasses.replace(
+            self,
+            workers=era.workers or tuple(map(era.shape, self.workers)),
+            requests=self.requests if era.requests is None else era.requests,
+            known_violations=(),
+            eras=(),
+            era=era,
+            cpu_skip=era.cpu_skip or self.cpu_skip,
+        )
+
+    @property
+    def public_workers(self) -> tuple[WorkerSpec, ...]:
+        return tuple(w for w in self.workers if w.card is not None and w.card.public)
+
+    @property
+    def registering_workers(self) -> tuple[WorkerSpec, ...]:
+        """The workers that must publish a card (an audit matches what it finds to these)."""
+        return tuple(w for w in self.workers if w.registers)
+
+    def worker(self, role: str) -> WorkerSpec:
+        return next(w for w in self.workers if w.role == role)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A topology in one GPU layout: what one test item deploys."""
+
+    topology: Topology
+    placement: Placement
+
+    def __repr__(self) -> str:
+        """Its test id (a failure's traceback shows the argument, not the whole catalogue)."""
+        return f"<scenario {self.topology.name}-{self.placement.name}>"
+
+    @classmethod
+    def packed(cls, topology: Topology) -> Scenario:
+        return cls(topology, topology.gpu.packed)

@@ -1,0 +1,172 @@
+"""The `deploy` fixture (and `isolated_deploy`, against an infra of the test module's own):
+start a topology, wait until it is ready, give every deployment a verdict and stop it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.deployment import Deployment, Session, Settings
+from harness.discovery.observer import DiscoveryObserver
+from harness.history import record
+from harness.model.topology import Scenario, Topology
+from harness.model.violations import ContractFailure
+from harness.plugin.session import FAULTS_KEY
+from harness.processes.infra import Endpoints
+from harness.processes.infra.local_process import LocalProcessProvider
+from harness.report import pytest_run as report_run
+from harness.report.observed import from_deployment
+from harness.report.pytest_run import KNOWN_VIOLATION, TIMELINE_ROW
+from harness.runtime import spawn
+from harness.runtime.frontend import start_frontend
+from harness.runtime.model_source import ModelSource
+from harness.serving.requests import Reply
+
+DeployFn = Callable[..., Deployment]
+
+
+class _Deploy:
+    """The `deploy` fixture's value: shown as itself in a failing test's arguments."""
+
+    def __init__(self, deploy: DeployFn) -> None:
+        self._deploy = deploy
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Deployment:
+        __tracebackhide__ = True
+        return self._deploy(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return "<deploy fixture>"
+
+
+# `deploy(topology_or_scenario, faults={role: fault}, **options)`: start it and wait until it
+# is ready (raises ContractFailure otherwise). Options are Deployment's: fault_delay_s, strict,
+# sequential (the layout's start order on the CPU tier too), spawn ("fresh": fresh processes
+# whatever --spawn), order (every worker one at a time in that order, each registered or left
+# waiting for its peers before the next), frontend ("own" / "late"), env (for every worker).
+# A topology alone deploys its packed layout. Every deployment gets a verdict (verify() at
+# teardown if the test did not reach it) and is stopped after. (A comment, not a docstring: a
+# failure at teardown prints this function's source.)
+@pytest.fixture
+def deploy(harness_session: Session, request: pytest.FixtureRequest) -> Iterator[DeployFn]:
+    """Deploy a topology and wait until it is ready; a verdict on each at teardown."""
+    yield from _deployer(harness_session, request)
+
+
+def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[DeployFn]:
+    started: list[Deployment] = []
+    injected = request.config.stash[FAULTS_KEY]
+
+    def _deploy(
+        what: Topology | Scenario, faults: dict[str, str] | None = None, **options: Any
+    ) -> Deployment:
+        __tracebackhide__ = True
+        topology = what.topology if isinstance(what, Scenario) else what
+        if faults is None:
+            roles = {w.role for w in topology.workers}
+            faults = {role: fault for role, fault in injected.items() if role in roles}
+        if faults and not session.settings.tier.fault_injection:
+            pytest.skip("fault injection needs the CPU tier")
+        deployment = Deployment(what, session, faults=faults, **options)
+        started.append(deployment)
+        try:
+            return deployment.start().await_ready()
+        except ContractFailure:
+            if request.config.getoption("probe_after_failure"):
+                _probe(deployment)
+            raise
+
+    __tracebackhide__ = True
+    failures: list[ContractFailure] = []
+    try:
+        yield _Deploy(_deploy)
+    finally:
+        for deployment in started:
+            _record_timeline(request, deployment)
+            if not deployment.verdict_given:  # the test body never got to verify(), or raised
+                try:
+                    deployment.verify()
+                except ContractFailure as failure:
+                    failures.append(failure)
+            properties = request.node.user_properties
+            properties += record.reply_properties(deployment.replies)
+            properties += record.violation_properties(deployment.found)
+            properties.append(
+                report_run.deployment_property(from_deployment(deployment, request.node.nodeid))
+            )
+            session.stops.submit(deployment.namespace, deployment.stop)
+    if failures:
+        raise failures[0]
+
+
+def _probe(deployment: Deployment) -> None:
+    """After a failed readiness, what clients would get: each of the topology's requests,
+    once, answers recorded (a 200 here beside a worker with no card is the #4486 shape)."""
+    for kind in deployment.topology.requests:
+        try:
+            deployment.send(kind)
+        except Exception as error:  # a refused connection is an answer too, for the history
+            deployment.replies.append(Reply(kind, "", 0, f"no answer: {error}", ""))
+
+
+@dataclass
+class IsolatedInfra:
+    """etcd, NATS, frontend and observer for one test module, away from the session's: a
+    restart of etcd there cannot disturb any other test. Workers start fresh (the session's
+    template has the session's etcd address frozen in)."""
+
+    provider: LocalProcessProvider
+    endpoints: Endpoints
+    session: Session
+
+
+@pytest.fixture(scope="module")
+def isolated_infra(
+    harness_settings: Settings,
+    models: ModelSource,
+    tmp_path_factory: pytest.TempPathFactory,
+    harness_scratch: Path,
+) -> Iterator[IsolatedInfra]:
+    if not harness_settings.tier.fault_injection:
+        pytest.skip("infra disruptions run on the CPU tier (local etcd and nats-server)")
+    workdir = tmp_path_factory.mktemp("isolated")
+    provider = LocalProcessProvider()
+    endpoints = provider.start(workdir / "infra")
+    observer = DiscoveryObserver(endpoints.etcd).start()
+    frontend = start_frontend(endpoints, workdir, harness_scratch, harness_settings.tier)
+    settings = dataclasses.replace(harness_settings, spawn=spawn.FRESH)
+    session = Session(
+        endpoints, frontend, observer, models.path_for, workdir, settings, harness_scratch
+    )
+    try:
+        yield IsolatedInfra(provider, endpoints, session)
+    finally:
+        session.stops.drain()
+        frontend.proc.stop(grace=10)
+        observer.stop()
+        provider.stop()
+
+
+@pytest.fixture
+def isolated_deploy(
+    isolated_infra: IsolatedInfra, request: pytest.FixtureRequest
+) -> Iterator[DeployFn]:
+    """`deploy`, against the module's isolated infra."""
+    yield from _deployer(isolated_infra.session, request)
+
+
+def _record_timeline(request: pytest.FixtureRequest, deployment: Deployment) -> None:
+    """Into the test's report (JUnit properties, and xdist carries them to the controller)."""
+    properties = request.node.user_properties
+    for row in deployment.timeline():
+        properties.append((TIMELINE_ROW, row.row()))
+        for step, offset in row.offsets().items():
+            properties.append((f"timeline.{row.role}.{step}_s", offset))
+    for violation, reason in deployment.known_seen:
+        observed = " ".join(violation.message.split())[:600]
+        properties.append((KNOWN_VIOLATION, f"[{violation.kind}] {reason}; observed: {observed}"))

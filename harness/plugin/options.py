@@ -1,0 +1,232 @@
+"""The harness's pytest options, and their checks: every bad value is one usage error
+(exit 4, one line) before anything starts.
+
+Choices are checked here rather than by argparse (whose error is a usage line plus the error),
+durations must be positive, and an option the chosen tier would ignore (`--model` on the CPU
+tier, `--inject-fault` on the GPU tier) is refused instead of silently doing nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from harness.model import catalogue
+from harness.model.topology import Topology
+from harness.processes.infra import PROVIDERS
+from harness.report import pytest_run as report_run
+from harness.runtime import spawn, tier
+
+GROUP = "discovery-harness"
+# Every environment variable a user may set instead of (or beside) an option.
+ENV_VARIABLES = {
+    "HARNESS_INFRA": "default of --infra",
+    "HARNESS_TIER": "default of --tier",
+    "HARNESS_SPAWN": "default of --spawn",
+    "HARNESS_PORT_RANGE": "default of --port-range",
+    "HARNESS_PROGRESS": "default of --progress",
+    "HARNESS_DYNAMO_ENV": "set by --dynamo-env: the release environment's python",
+    "HARNESS_CATALOGUE": "the catalogue module (default scenarios.catalogue)",
+    "HARNESS_ETCD_IMAGE, HARNESS_NATS_IMAGE": "the images of --infra docker",
+    "ETCD_ENDPOINTS, NATS_SERVER": "--infra external (auto takes them when both are set)",
+}
+INFRA_CHOICES = ("auto", *PROVIDERS)
+TIER_CHOICES = ("auto", *tier.TIERS)
+SPAWN_CHOICES = ("auto", *spawn.SPAWN_MODES)
+PROGRESS_CHOICES = ("auto", "on", "off")
+CHOICES = {
+    "infra": INFRA_CHOICES,
+    "tier": TIER_CHOICES,
+    "spawn": SPAWN_CHOICES,
+    "progress": PROGRESS_CHOICES,
+}
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+GROUP_TITLE = "discovery harness (the suite: python -m harness conformance --help)"
+
+
+def help_epilogue() -> str:
+    """Printed after pytest's --help: where the harness's group is, and its variables."""
+    width = max(map(len, ENV_VARIABLES))
+    rows = [f"  {name:<{width}}  {what}" for name, what in ENV_VARIABLES.items()]
+    return "\n".join(
+        [
+            "",
+            f"discovery harness: its options are the group '{GROUP_TITLE}', right after "
+            "'general' near the top.",
+            "Environment variables the discovery harness reads:",
+            *rows,
+        ]
+    )
+
+
+def _roles_and_faults() -> tuple[list[str], tuple[str, ...]]:
+    from workers.faults import FAULTS  # the launcher's vocabulary (stdlib-only module)
+
+    roles = sorted({w.role for t in catalogue.load().topologies for w in t.workers})
+    return roles, FAULTS
+
+
+# Options with a fixed set of values, each defaulting to HARNESS_<NAME> or "auto".
+CHOICE_HELP = {
+    "infra": "where etcd and NATS come from; auto (default, env HARNESS_INFRA): external when "
+    "ETCD_ENDPOINTS and NATS_SERVER are both set, else docker when a Docker API answers, "
+    "else process (local etcd and nats-server binaries)",
+    "tier": "auto (default, env HARNESS_TIER): gpu where CUDA GPUs and a CUDA build of sglang "
+    "are present, else cpu; cpu: CPU stand-ins for sglang's GPU classes (test ids: the "
+    "topology, e.g. [aggregated]); gpu: real engines (ids per layout, e.g. [aggregated-1gpu])",
+    "spawn": "how CPU-tier workers start (env HARNESS_SPAWN): zygote (auto's choice on the CPU "
+    "tier) forks each from a pre-imported template, fresh starts a new interpreter (the GPU "
+    "tier's way)",
+    "progress": "live start-up lines per worker (started, loading, serving, card, listed, "
+    "first answer) on stderr; auto (default, env HARNESS_PROGRESS): on for the GPU tier, "
+    "whose starts take minutes",
+}
+# Durations in seconds: (default, help).
+DURATION_HELP: dict[str, tuple[float | None, str]] = {
+    "register_deadline": (
+        None,
+        "seconds for every worker to serve and register (default: the layout's start timeout "
+        "on the GPU tier; CPU tier: 30 from the template, 120 fresh)",
+    ),
+    "card_grace": (
+        None,
+        "seconds a serving worker may lack its card once all peers serve (default: 5 CPU "
+        "tier, 60 GPU tier)",
+    ),
+    "list_deadline": (
+        None,
+        "seconds from registration to the model listed and a request served (default: 10 CPU "
+        "tier, 30 GPU tier)",
+    ),
+    "progress_heartbeat": (
+        30.0,
+        "seconds between 'still starting' lines while a deployment starts",
+    ),
+}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """The harness's group, placed right after pytest's `general` so `--help` shows it early."""
+    group = parser.getgroup(GROUP, GROUP_TITLE, after="general")
+    for dest, text in CHOICE_HELP.items():
+        group.addoption(
+            _flag(dest),
+            default=os.environ.get(f"HARNESS_{dest.upper()}", "auto"),
+            metavar="|".join(CHOICES[dest]),
+            help=text,
+        )
+    for dest, (default, text) in DURATION_HELP.items():
+        group.addoption(_flag(dest), type=float, default=default, metavar="SECONDS", help=text)
+    group.addoption(
+        "--model",
+        action="append",
+        default=[],
+        metavar="KEY=REF",
+        help="GPU tier only: model name or local path per asset key (text, embedding, "
+        "rerank, vision-language, image, video); defaults: the catalogue's GPU_MODELS",
+    )
+    roles, faults = _roles_and_faults()
+    group.addoption(
+        "--inject-fault",
+        action="append",
+        default=[],
+        metavar="ROLE=FAULT",
+        help="CPU tier only: run ROLE with a fault in every topology that has that role, to "
+        f"see what the harness reports. Roles: {', '.join(roles)}. Faults: {', '.join(faults)}",
+    )
+    group.addoption(
+        "--port-range",
+        default=os.environ.get("HARNESS_PORT_RANGE"),
+        metavar="LOW-HIGH",
+        help="ports the harness may give processes (default 20000-32767; env HARNESS_PORT_RANGE)",
+    )
+    group.addoption(
+        "--dynamo-env",
+        default=None,
+        help="a Dynamo release environment (built by `ci/setup.sh --dynamo VERSION`) whose "
+        "frontend and workers the run drives; default: the harness's own",
+    )
+    group.addoption(
+        "--probe-after-failure",
+        action="store_true",
+        help="when a deployment fails readiness, still send its topology's requests and "
+        "record the answers (for the conformance history)",
+    )
+
+
+def check_values(config: pytest.Config) -> None:
+    """The values that need no tier: choices and durations. Raises ValueError (one line)."""
+    for dest, choices in CHOICES.items():
+        value = config.getoption(dest)
+        if value not in choices:
+            raise ValueError(
+                f"{_flag(dest)} {value!r}: not one of {', '.join(choices)}"
+                + (f" (from HARNESS_{dest.upper()})" if _from_env(dest, value) else "")
+            )
+    for dest in DURATION_HELP:
+        value = config.getoption(dest)
+        if value is not None and not value > 0:
+            raise ValueError(f"{_flag(dest)} {value:g}: a duration must be more than 0 seconds")
+
+
+def _from_env(dest: str, value: str) -> bool:
+    return os.environ.get(f"HARNESS_{dest.upper()}") == value
+
+
+def check_for_tier(config: pytest.Config, chosen: tier.TierPolicy) -> None:
+    """Options the chosen tier would ignore are refused, not dropped."""
+    if chosen.tiny_models and config.getoption("model"):
+        raise ValueError(
+            f"--model {config.getoption('model')[0]!r}: the CPU tier ignores --model (it "
+            "generates tiny local models); use it with --tier gpu"
+        )
+    if not chosen.fault_injection and config.getoption("inject_fault"):
+        raise ValueError(
+            f"--inject-fault {config.getoption('inject_fault')[0]!r}: faults exist only in the "
+            "CPU tier's launcher; use it with --tier cpu"
+        )
+
+
+def tier_id_hint(
+    args: list[str], chosen: tier.TierPolicy, topologies: tuple[Topology, ...]
+) -> str | None:
+    """Why a `...[ID]` argument found nothing: a topology's ids differ by tier (the CPU tier's
+    is the topology's name, the GPU tier's one per layout)."""
+    for arg in args:
+        if not arg.endswith("]") or "[" not in arg:
+            continue
+        wanted = arg[arg.rindex("[") + 1 : -1]
+        for topology in topologies:
+            gpu_ids = [f"{topology.name}-{p.name}" for p in topology.gpu.placements]
+            if chosen.gpus and wanted == topology.name:
+                return (
+                    f"{arg}: [{wanted}] is the CPU tier's id; on the GPU tier each layout is "
+                    f"its own test: " + ", ".join(f"[{i}]" for i in gpu_ids)
+                )
+            if not chosen.gpus and wanted in gpu_ids:
+                return (
+                    f"{arg}: [{wanted}] is a GPU-tier id (--tier gpu); on the CPU tier the "
+                    f"id is [{topology.name}]"
+                )
+    return None
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+    report_run.add_option(parser.getgroup(GROUP))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Iterator[int | pytest.ExitCode | None]:
+    """After pytest's --help: a pointer to the harness's group and its variables."""
+    result = yield
+    if config.option.help:
+        print(help_epilogue())
+    return result

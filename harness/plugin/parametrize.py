@@ -1,0 +1,103 @@
+"""Scenarios per tier: one item per topology on the CPU tier, one per GPU layout on the GPU
+tier, with their marks and timeouts; the selection rules for self-tests and nightly items.
+`parametrize_scenarios` and `topology_param` are what `scenarios/` imports."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.model.topology import Scenario, Topology, UnsupportedRelease
+from harness.plugin.session import GPU_MEMORY_KEY, GPU_SHARE_KEY, chosen_tier
+from harness.runtime import dynamo_env, gpu_session
+
+
+def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology, ...]) -> None:
+    """One item per topology on the CPU tier (its packed layout); on the GPU tier one per
+    layout, marked gpu_N from the layout, with the layout's timeout."""
+    if "scenario" not in metafunc.fixturenames:
+        return
+    chosen = chosen_tier(metafunc.config)
+    version = dynamo_env.active().version
+    params = []
+    for declared in topologies:
+        try:  # as the run's Dynamo release deploys it (an older release: its era's workers)
+            topology = declared.for_release(version)
+        except UnsupportedRelease as reason:
+            skip = pytest.mark.skip(reason=str(reason))
+            params.append(pytest.param(Scenario.packed(declared), id=declared.name, marks=skip))
+            continue
+        common = [getattr(pytest.mark, m) for m in topology.marks]
+        if not chosen.gpus:  # the packed layout, which needs no GPU here
+            marks = [*common, pytest.mark.gpu_0, pytest.mark.timeout(topology.timeout_s)]
+            marks += _cpu_skip(topology)
+            if topology.cpu_nightly:
+                marks.append(pytest.mark.nightly)
+            params.append(pytest.param(Scenario.packed(topology), id=topology.name, marks=marks))
+            continue
+        for placement in topology.gpu.placements:
+            marks = [
+                *common,
+                getattr(pytest.mark, f"gpu_{placement.gpus}"),
+                pytest.mark.timeout(placement.timeout_s),
+            ]
+            if topology.gpu.nightly:
+                marks.append(pytest.mark.nightly)
+            scenario = Scenario(topology, placement)
+            params.append(
+                pytest.param(scenario, id=f"{topology.name}-{placement.name}", marks=marks)
+            )
+    metafunc.parametrize("scenario", params)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Self-tests run only when -m names them (or, for pre_merge ones, with no -m at all);
+    nightly items only when -m is given. On the GPU tier, layouts that need more GPUs than
+    this run's share are skipped, and so are CPU-tier tests (self-tests: their faults live in
+    the CPU launcher)."""
+    expression = config.getoption("markexpr") or ""
+    keep, drop = [], []
+    for item in items:
+        _skip_what_cannot_run(item, config)
+        is_selftest = item.get_closest_marker("selftest") is not None
+        nightly = item.get_closest_marker("nightly") is not None
+        if (expression and is_selftest and "selftest" not in expression) or (
+            not expression and nightly
+        ):
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def _skip_what_cannot_run(item: pytest.Item, config: pytest.Config) -> None:
+    if not chosen_tier(config).gpus:
+        return
+    if item.get_closest_marker("gpu_0") is not None:
+        item.add_marker(
+            pytest.mark.skip(reason="a CPU-tier test (fault injection or CPU-only start order)")
+        )
+        return
+    scenario = item.callspec.params.get("scenario") if hasattr(item, "callspec") else None
+    if isinstance(scenario, Scenario):
+        share = config.stash[GPU_SHARE_KEY]
+        reason = gpu_session.why_skipped(scenario, share, config.stash[GPU_MEMORY_KEY])
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def topology_param(topology: Topology, *extra_marks: pytest.MarkDecorator) -> object:
+    """A CPU-tier parameter for self-tests (their faults exist only in the CPU launcher)."""
+    marks = [getattr(pytest.mark, m) for m in topology.marks]
+    marks += [pytest.mark.gpu_0, pytest.mark.timeout(topology.timeout_s), *_cpu_skip(topology)]
+    if topology.cpu_nightly:
+        marks.append(pytest.mark.nightly)
+    return pytest.param(topology, id=topology.name, marks=[*marks, *extra_marks])
+
+
+def _cpu_skip(topology: Topology) -> list[pytest.MarkDecorator]:
+    """A topology that cannot run faithfully on the CPU tier is GPU-only, with its reason."""
+    if topology.cpu_skip is None:
+        return []
+    return [pytest.mark.skip(reason=f"GPU-only: {topology.cpu_skip}")]

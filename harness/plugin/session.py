@@ -1,0 +1,167 @@
+"""The run as a whole: markers, the tier and other choices made once (kept in the config's
+stash), the run's first lines, and the usage checks that must pass before anything starts."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from harness.model import catalogue
+from harness.model.topology import Scenario, Topology
+from harness.plugin import options
+from harness.processes import ports
+from harness.processes.managed import install_cleanup_handlers
+from harness.report import pytest_run as report_run
+from harness.runtime import dynamo_env, gpu_session, gpus, spawn, tier, usage
+from harness.runtime.model_source import describe_models
+from harness.runtime.models import apply_overrides
+
+MARKERS = {
+    "sglang": "exercises dynamo.sglang workers",
+    "multimodal": "multimodal topologies (encoder + PD / P / D)",
+    "e2e": "end to end: real etcd, NATS, frontend and workers",
+    "unit": "the harness's own unit tests (no processes)",
+    "gpu_0": "CPU tier: needs no GPU",
+    **{
+        f"gpu_{n}": f"GPU tier: a layout on {n} GPU(s) (derived from the placement)"
+        for n in (1, 2, 4)
+    },
+    "pre_merge": "runs on every change",
+    "nightly": "the long matrix; skipped unless selected with -m",
+    "selftest": "fault-injection self-tests of the harness's own checks",
+}
+
+
+TIER_KEY = pytest.StashKey[tier.TierChoice]()
+SPAWN_KEY = pytest.StashKey[str]()
+FAULTS_KEY = pytest.StashKey[dict[str, str]]()
+GPU_SHARE_KEY = pytest.StashKey[tuple[str, ...]]()
+GPU_MEMORY_KEY = pytest.StashKey[tuple]()
+
+
+PROGRESS_KEY = pytest.StashKey[Callable[[str], None] | None]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    described = {  # the tier once chosen, below
+        "release": dynamo_env.active().version,
+        "infra": config.getoption("infra"),
+        "spawn": config.getoption("spawn"),
+    }
+    config.pluginmanager.register(
+        report_run.RunReport(config, described), "discovery-harness-report"
+    )
+    try:
+        options.check_values(config)
+        config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
+        described["tier"] = chosen_tier(config).name
+        if config.getoption("dynamo_env"):
+            chosen_env = dynamo_env.resolve(config.getoption("dynamo_env"))
+            os.environ[dynamo_env.ENV_VARIABLE] = chosen_env.python
+        apply_overrides({}, config.getoption("model"))
+        options.check_for_tier(config, chosen_tier(config))
+        config.stash[SPAWN_KEY] = spawn.spawn_mode(
+            config.getoption("spawn"), chosen_tier(config), dynamo_env.active().own
+        )
+        described["spawn"] = config.stash[SPAWN_KEY]
+        described["release"] = dynamo_env.active().version
+        config.stash[FAULTS_KEY] = usage.injected_faults(
+            config.getoption("inject_fault"), catalogue.load()
+        )
+        if config.getoption("port_range"):
+            ports.use_range(config.getoption("port_range"))
+    except ValueError as bad:
+        raise pytest.UsageError(str(bad)) from None
+    no_gpu = gpu_session.usage_problem(config)
+    if no_gpu:
+        raise pytest.UsageError(no_gpu)
+    config.stash[GPU_SHARE_KEY] = gpus.share(gpus.visible_gpus(), *gpus.xdist_position())
+    if chosen_tier(config).gpus:
+        config.stash[GPU_MEMORY_KEY] = gpu_session.start(config, config.stash[GPU_SHARE_KEY])
+    config.stash[PROGRESS_KEY] = _progress_sink(config)
+    install_cleanup_handlers()
+
+
+def _progress_sink(config: pytest.Config) -> Callable[[str], None] | None:
+    """Progress lines go to a duplicate of stderr taken now, while pytest's capture is
+    suspended: it reaches the terminal during tests, with -q, and from xdist workers."""
+    wanted = config.getoption("progress")
+    if wanted == "off" or (wanted == "auto" and not chosen_tier(config).progress):
+        return None
+    stream = os.fdopen(os.dup(2), "w", buffering=1, errors="replace")
+    lock = threading.Lock()
+
+    def say(line: str) -> None:
+        with lock:
+            stream.write(line + "\n")
+
+    return say
+
+
+def chosen_tier(config: pytest.Config) -> tier.TierPolicy:
+    return config.stash[TIER_KEY].tier
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The run's first lines: which tier, why, and which models (also under -q)."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or hasattr(session.config, "workerinput"):
+        return
+    choice = session.config.stash[TIER_KEY]
+    reporter.write_line(f"discovery harness: {choice.describe()}")
+    reporter.write_line(f"discovery harness: Dynamo: {dynamo_env.active().describe()}")
+    models = describe_models(choice.tier, session.config.getoption("model"))
+    reporter.write_line(f"discovery harness: models: {models}")
+    faults = session.config.stash[FAULTS_KEY]
+    injected = ", ".join(f"{role}={fault}" for role, fault in faults.items())
+    reporter.write_line(
+        "discovery harness: faults injected: "
+        + (f"{injected} (--inject-fault: failures below are on purpose)" if injected else "none")
+    )
+    if choice.tier.gpus:
+        share = session.config.stash[GPU_SHARE_KEY]
+        reporter.write_line(f"discovery harness: GPUs: {','.join(share) or 'none visible'}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[object]:
+    """`...[aggregated]` with --tier gpu finds nothing: say which ids that tier has."""
+    try:
+        return (yield)
+    except pytest.UsageError:
+        config = session.config
+        hint = options.tier_id_hint(config.args, chosen_tier(config), catalogue.load().topologies)
+        if hint is None:
+            raise
+        raise pytest.UsageError(hint) from None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before anything starts: the models of the GPU tier's selected topologies, and etcd /
+    NATS for any test that deploys, must be there; else one usage error says what to do."""
+    config = session.config
+    if config.option.collectonly:
+        return
+    running = [i for i in session.items if not i.get_closest_marker("skip")]
+    if not any("harness_session" in getattr(i, "fixturenames", ()) for i in running):
+        return
+    problem = usage.unavailable_infra(config.getoption("infra"))
+    if problem is None and not chosen_tier(config).tiny_models:
+        topologies = {t.name: t for t in map(topology_of, running) if t is not None}
+        problem = usage.missing_gpu_models(
+            topologies.values(), catalogue.load(), config.getoption("model")
+        )
+    if problem:
+        raise pytest.UsageError(problem)
+
+
+def topology_of(item: pytest.Item) -> Topology | None:
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    what = params.get("scenario") or params.get("topology")
+    return what.topology if isinstance(what, Scenario) else what

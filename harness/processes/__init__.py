@@ -1,0 +1,1 @@
+"""Processes on this host: managed processes, ports, loopback, etcd/NATS infra."""
