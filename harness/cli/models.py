@@ -4,11 +4,10 @@ them into the Hugging Face cache before a run (which never downloads)."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 from harness.model import catalogue as catalogue_module
 from harness.runtime.model_source import gpu_needs
-from harness.runtime.models import MissingModels, fetch, hf_hub_cache, locate, require
+from harness.runtime.models import hf_hub_cache, locate
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -45,22 +44,14 @@ def run(args: argparse.Namespace) -> int:
 
         return models_command(catalogue_module.load(), args)
     needs = gpu_needs(catalogue_module.load(), args.topology or None, args.model)
-    if args.action == "list":
-        print(f"Hugging Face cache: {hf_hub_cache()}")
-        rows = [(need, locate(need.ref)) for need in needs]
-        width = max((len(need.describe()) for need, _ in rows), default=0)
-        for need, where in rows:
-            status = "available" if where else "MISSING"
-            print(f"{status:<9}  {need.describe():<{width}}  {where or '-'}")
-        missing = sum(1 for _, where in rows if where is None)
-        if missing:
-            fetch_them = " ".join(["python -m harness models fetch", *args.topology])
-            print(f"{missing} missing; to download them: {fetch_them}")
-        return 1 if args.check and missing else 0
-    fetch(needs)
-    try:
-        require(needs)
-    except MissingModels as still_missing:
-        print(still_missing, file=sys.stderr)
-        return 1
-    return 0
+    print(f"Hugging Face cache: {hf_hub_cache()}")
+    rows = [(need, locate(need.ref)) for need in needs]
+    width = max((len(need.describe()) for need, _ in rows), default=0)
+    for need, where in rows:
+        status = "available" if where else "MISSING"
+        print(f"{status:<9}  {need.describe():<{width}}  {where or '-'}")
+    missing = sum(1 for _, where in rows if where is None)
+    if missing:
+        fetch_them = " ".join(["python -m harness models fetch", *args.topology])
+        print(f"{missing} missing; to download them: {fetch_them}")
+    return 1 if args.check and missing else 0
