@@ -29,13 +29,15 @@ def test_lora_cards_come_with_load_and_go_with_unload(scenario, deploy):
         deployment.discovery_now(), deployment.namespace, deployment.model_name
     )
 
-    assert all(answer.ok for answer in lora.load(LORA)), lora.answers
+    lora.load(LORA)
+    lora.check_answers()
     lora.settle(LORA, loaded=True)
     assert LORA in deployment.listed_models()
     reply = deployment.send("chat", model=LORA)
     assert reply.ok, reply.describe()
 
-    assert all(answer.ok for answer in lora.unload(LORA)), lora.answers
+    lora.unload(LORA)
+    lora.check_answers()
     lora.settle(LORA, loaded=False)
     assert LORA not in deployment.listed_models()
     after = discovery_fingerprint(

@@ -22,6 +22,7 @@ from harness.model.violations import (
     INCOMPATIBLE_WORKERS,
     INTERNAL_ADVERTISED,
     LISTED_EARLY,
+    LORA_REFUSED,
     NEVER_LISTED,
     NEVER_REGISTERED,
     REGISTERED_UNEXPECTEDLY,
@@ -241,6 +242,11 @@ def test_a_lora_on_a_prefill_worker_registered_as_chat_is_caught(deploy):
     deployment = deploy(LORA_P_D, strict=True, faults={"prefill": "lora-as-chat"})
     lora = LoraControl(deployment)
     lora.load("harness-lora")
+    with pytest.raises(ContractFailure) as refused:
+        lora.check_answers()
+    answer = _only_message(refused.value, LORA_REFUSED, "prefill")
+    assert "refused load_lora harness-lora: Dynamo answered 500" in answer
+    assert "start path init_prefill" in answer
     with pytest.raises(ContractFailure) as failure:
         lora.settle("harness-lora", loaded=True)
     message = _only_message(failure.value, NEVER_REGISTERED, "prefill")

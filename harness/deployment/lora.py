@@ -20,6 +20,7 @@ from harness.discovery.observer import DiscoveryState
 from harness.judge.checks import WorkerView, compare_card, named
 from harness.model.records import ModelCard
 from harness.model.violations import (
+    LORA_REFUSED,
     NEVER_REGISTERED,
     REGISTERED_UNEXPECTEDLY,
     ContractFailure,
@@ -112,6 +113,23 @@ class LoraControl:
         answers = [unload(w.ports.system, w.role, name) for w in self._workers()]
         self.answers += answers
         return answers
+
+    def check_answers(self) -> None:
+        """Every load and unload so far was accepted; else one typed violation per refusal,
+        naming the worker and Dynamo's answer (raises ContractFailure)."""
+        by_role = {w.role: w for w in self._workers()}
+        refused = [
+            Violation(
+                LORA_REFUSED,
+                answer.role,
+                f"{named(by_role[answer.role])} refused {answer.action}: Dynamo answered "
+                f"{answer.status}: {answer.body[:300]}",
+            )
+            for answer in self.answers
+            if not answer.ok
+        ]
+        if refused:
+            raise ContractFailure(self.deployment.topology.name, refused)
 
     def settle(self, name: str, loaded: bool) -> None:
         """Wait until every worker has (or no longer has) its card for `name`, then check

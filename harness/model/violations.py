@@ -19,6 +19,7 @@ NON_LOOPBACK = "non-loopback-address"
 REGISTERED_UNEXPECTEDLY = "registered-but-must-not"
 INTERFERENCE = "interference"
 NEEDS_UNMET = "needs-not-met"  # audit: a card needs a worker type no peer has
+LORA_REFUSED = "lora-refused"  # a worker answered a LoRA load/unload with an error
 
 
 @dataclass(frozen=True)
