@@ -426,21 +426,22 @@ VIDEO_GENERATION = Topology(
 
 # -- start paths beyond the first eight (dynamo.sglang 1.6.1) --------------------------------
 
+_MM_NATIVE_WORKERS = (
+    # sglang's own multimodal processing inside one aggregated worker: no encoder.
+    _worker(
+        "mm-agg",
+        "backend",
+        "vision-language",
+        ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated"),
+        "--enable-multimodal",
+        "--chat-template",
+        "qwen2-vl",
+    ),
+)
 MM_NATIVE = Topology(
     name="mm-native",
-    eras=eras.SINCE_1_3,
-    workers=(
-        # sglang's own multimodal processing inside one aggregated worker: no encoder.
-        _worker(
-            "mm-agg",
-            "backend",
-            "vision-language",
-            ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated"),
-            "--enable-multimodal",
-            "--chat-template",
-            "qwen2-vl",
-        ),
-    ),
+    eras=eras.mm_native_eras(_MM_NATIVE_WORKERS),
+    workers=_MM_NATIVE_WORKERS,
     requests=(*_MM_REQUESTS, "chat"),
     marks=("multimodal",),
     gpu=_alone("mm-agg", vram_gib=9.0),
@@ -448,7 +449,7 @@ MM_NATIVE = Topology(
 
 MM_NATIVE_P_D = Topology(
     name="mm-native-p-d",
-    eras=eras.SINCE_1_3,
+    eras=eras.MM_NATIVE_P_D_ERAS,
     workers=(
         _worker(
             "mm-prefill",
@@ -508,31 +509,32 @@ MM_NATIVE_P_D = Topology(
 # Two nodes of one engine (tensor parallel across them): only the rank-0 leader registers;
 # the follower runs its schedulers and metrics and must publish nothing routable.
 _MULTINODE = ("--tp", "2", "--nnodes", "2", "--dist-init-addr", "127.0.0.1:{port:dist_init}")
+_MULTINODE_WORKERS = (
+    _worker(
+        "leader",
+        "backend",
+        "text",
+        ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated"),
+        *_MULTINODE,
+        "--node-rank",
+        "0",
+    ),
+    _worker(
+        "follower",
+        "backend",
+        "text",
+        None,
+        *_MULTINODE,
+        "--node-rank",
+        "1",
+        path="init_decode/non_leader",
+        stays_out_log=r"Non-leader node detected",
+    ),
+)
 MULTINODE = Topology(
     name="multinode",
-    eras=eras.SINCE_1_3,
-    workers=(
-        _worker(
-            "leader",
-            "backend",
-            "text",
-            ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated"),
-            *_MULTINODE,
-            "--node-rank",
-            "0",
-        ),
-        _worker(
-            "follower",
-            "backend",
-            "text",
-            None,
-            *_MULTINODE,
-            "--node-rank",
-            "1",
-            path="init_decode/non_leader",
-            stays_out_log=r"Non-leader node detected",
-        ),
-    ),
+    eras=eras.multinode_eras(_MULTINODE_WORKERS),
+    workers=_MULTINODE_WORKERS,
     requests=_TEXT_REQUESTS,
     gpu=GpuProfile(
         (
@@ -586,21 +588,22 @@ GATEWAY = Topology(
     timeout_s=240,
 )
 
+_LLM_DIFFUSION_WORKERS = (
+    _worker(
+        "diffusion-llm",
+        "backend",
+        "diffusion-llm",
+        ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated"),
+        "--dllm-algorithm",
+        "LowConfidence",
+        "--trust-remote-code",
+        path="init_llm_diffusion",
+    ),
+)
 LLM_DIFFUSION = Topology(
     name="llm-diffusion",
-    eras=eras.LLM_DIFFUSION_ERAS,
-    workers=(
-        _worker(
-            "diffusion-llm",
-            "backend",
-            "diffusion-llm",
-            ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated"),
-            "--dllm-algorithm",
-            "LowConfidence",
-            "--trust-remote-code",
-            path="init_llm_diffusion",
-        ),
-    ),
+    eras=eras.llm_diffusion_eras(_LLM_DIFFUSION_WORKERS),
+    workers=_LLM_DIFFUSION_WORKERS,
     requests=("chat", "completion"),
     # LLaDA2.0-mini is a 16B mixture of experts. Dynamo's test (tests/serve/test_sglang.py
     # "diffusion_llada") passes --mem-fraction-static 0.7 ("0.4 OOMs the sglang scheduler")
@@ -638,7 +641,7 @@ _LORA_FLAGS = (
 _LORA_ENV = (("DYN_LORA_ENABLED", "true"),)
 LORA_P_D = Topology(
     name="lora-p-d",
-    eras=eras.SINCE_1_3,
+    eras=eras.LORA_P_D_ERAS,
     workers=tuple(
         dataclasses.replace(w, flags=(*w.flags, *_LORA_FLAGS), env=_LORA_ENV)
         for w in DISAGGREGATED.workers

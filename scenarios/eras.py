@@ -273,7 +273,86 @@ _DIFFUSION_DESIGN = tuple(
 )
 DIFFUSION_ERAS = (*_DIFFUSION_DESIGN, *added_in("1.0", "--image-diffusion-worker"))
 VIDEO_ERAS = (*_DIFFUSION_DESIGN, *added_in("1.0", "--video-generation-worker"))
-LLM_DIFFUSION_ERAS = (*CURRENT_DESIGN, *added_in("0.9", "--dllm-algorithm / init_diffusion"))
-# Modes whose flags are 1.6's from 1.3 on (the 1.3 AGENTS.md); before 1.3 their flags or
-# card fields differ and are not declared yet.
-SINCE_1_3 = (Era(">=1.3,<1.6"),)
+
+
+def legacy(
+    worker: WorkerSpec, path: str, *, drop: tuple[str, ...] = (), add: tuple[str, ...] = ()
+) -> WorkerSpec:
+    """One of a topology's own workers as a release before `worker_type` / `needs` (<1.3)
+    declares it: the card without those fields, the release's flags and start path."""
+    card = worker.card and dataclasses.replace(worker.card, worker_type="", needs=())
+    flags = (*(f for f in worker.flags if f not in drop), *add)
+    return dataclasses.replace(worker, flags=flags, card=card, start_paths=(path,))
+
+
+def _in_0_9(*workers: WorkerSpec) -> tuple[Era, ...]:
+    return _era(workers, ((">=0.9,<1.0", "tcp"),))
+
+
+# The diffusion LLM from 0.9 (PR #5533, "v0 diffusion handler support": "Utilized existing
+# sglang configuration flags to set diffusion algorithm"): 0.9.1's args.py sets
+# `diffusion_worker = server_args.dllm_algorithm is not None` and main.py dispatches it to
+# `init_diffusion`, which registers the model like `init` (register_llm_with_readiness_gate,
+# the endpoint types' model type, Tokens in). The flag is sglang's --dllm-algorithm, as on 1.6;
+# what differs is the era (DYN_NAMESPACE, no worker_type) and the start path's name.
+def llm_diffusion_eras(own: tuple[WorkerSpec, ...]) -> tuple[Era, ...]:
+    (worker,) = own
+    return (
+        *CURRENT_DESIGN,
+        *_in_0_9(legacy(worker, "init_diffusion", add=("--skip-tokenizer-init",))),
+        *added_in("0.9", "--dllm-algorithm / init_diffusion, PR #5533"),
+    )
+
+
+# sglang's own multimodal processing in one aggregated worker: PR #5450 ("SGLang aggregated
+# multimodal support", in 0.9: the decode handler passes the request's multi_modal_data
+# image URLs to the engine as image_data; 0.7/0.8's handler has no image_data). Its launch
+# line is `python -m dynamo.sglang --model-path <VL model> --chat-template qwen2-vl`: no
+# --enable-multimodal, which dynamo.sglang's args gained in 1.3 (backend_args.py). The worker
+# registers as the plain aggregated worker does (Chat, Tokens in).
+_ENABLE_MM = ("--enable-multimodal",)
+
+
+def mm_native_eras(own: tuple[WorkerSpec, ...]) -> tuple[Era, ...]:
+    (worker,) = own
+    return (
+        Era(">=1.3,<1.6"),
+        Era(">=1.0,<1.3", workers=(legacy(worker, "init_decode", drop=_ENABLE_MM),)),
+        *_in_0_9(legacy(worker, "init", drop=_ENABLE_MM, add=("--skip-tokenizer-init",))),
+        *added_in("0.9", "aggregated multimodal, PR #5450"),
+    )
+
+
+# Images through a plain prefill/decode pair: PR #10643 ("support multimodal inputs in sglang
+# disaggregated prefill/decode": before it "the prefill and decode handlers never passed it
+# to async_generate"), in 1.3 (request_handlers/llm/mm_disagg_utils.py first ships there).
+MM_NATIVE_P_D_ERAS = (
+    Era(">=1.3,<1.6"),
+    *added_in("1.3", "multimodal inputs on a prefill/decode pair, PR #10643"),
+)
+
+
+# Multi-node: every release's init functions stop a node_rank >= 1 at a non-leader handler
+# that logs "Non-leader node detected" and serves nothing (0.7-0.9: main.py's
+# _handle_non_leader_node, which only sets up the Prometheus registry; 1.0+:
+# publisher.handle_non_leader_node); the rank-0 leader registers as the aggregated worker
+# does. PR #5597 (vLLM's non-leader refactor) names this SGLang's approach: "Non-leader nodes
+# skip: model registration, endpoint serving".
+def multinode_eras(own: tuple[WorkerSpec, ...]) -> tuple[Era, ...]:
+    leader, follower = own
+    skip = ("--skip-tokenizer-init",)
+    return (
+        *CURRENT_DESIGN,
+        *_era((legacy(leader, "init", add=skip), legacy(follower, "init/non_leader", add=skip))),
+    )
+
+
+# Runtime LoRA: the load_lora / unload_lora / list_loras endpoints and the LoRA cards first
+# ship in 1.1's init_llm.py and handler_base.py (PR #4769, "add LoRA support for SGLang";
+# 1.0.2's dynamo.sglang has no LoRA code). 1.1.1's handler_base already registers a prefill
+# worker's LoRA as Prefill (PR #8945's fix), the 1.6 contract without worker_type / needs.
+LORA_P_D_ERAS = (
+    Era(">=1.3,<1.6"),
+    Era(">=1.1,<1.3", topology_fields=False),
+    *added_in("1.1", "load_lora / unload_lora endpoints, PR #4769"),
+)

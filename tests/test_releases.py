@@ -18,17 +18,20 @@ from xml.etree import ElementTree
 import pytest
 
 from harness.cli.app import main as harness_main
+from harness.discovery.observer import DiscoveryState
 from harness.history import html, releases, start_paths, table
 from harness.history.record import ItemFindings
 from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, read_junit, run_release
 from harness.judge import checks
+from harness.judge import deployment as judged
 from harness.model.catalogue import load
+from harness.model.contract import ExpectedCard
 from harness.model.records import Instance, ModelCard
 from harness.model.topology import Scenario, UnsupportedRelease
 from harness.model.violations import REGISTERED_UNEXPECTEDLY
 from harness.runtime import dynamo_env, tier
 from harness.runtime.launch import worker_command
-from tests.fakes import FakeWorker
+from tests.fakes import NS, FakeWorker, card_entry, instance_entry
 from tests.sites import worker_site
 
 CATALOGUE = load()
@@ -58,6 +61,35 @@ def test_every_release_has_a_contract_for_the_core_topologies(release: str):
     for name in CORE:
         deployed = CATALOGUE.topology(name).for_release(release)
         assert deployed.era is not None and deployed.workers, (name, release)
+
+
+@pytest.mark.parametrize("release", OLDER_RELEASES)
+def test_every_topology_has_a_contract_or_the_release_that_added_its_mode(release: str):
+    """Issue 18: no release is left at "no contract declared" for any topology."""
+    for topology in CATALOGUE.topologies:
+        try:
+            deployed = topology.for_release(release)
+        except UnsupportedRelease as reason:
+            assert "mode added in" in str(reason), (topology.name, release, str(reason))
+            continue
+        assert deployed.era is not None and deployed.workers, (topology.name, release)
+
+
+def test_the_modes_added_after_0_7_as_their_releases_deploy_them():
+    """Each older era of these is the release's own launch line (see scenarios/eras.py)."""
+    native = CATALOGUE.topology("mm-native")
+    assert "--enable-multimodal" not in native.for_release("1.2.1").worker("mm-agg").flags
+    with pytest.raises(UnsupportedRelease, match=r"mode added in 0\.9 .*PR #5450"):
+        native.for_release("0.8.1")
+    with pytest.raises(UnsupportedRelease, match=r"mode added in 1\.3 .*PR #10643"):
+        CATALOGUE.topology("mm-native-p-d").for_release("1.2.1")
+    with pytest.raises(UnsupportedRelease, match=r"mode added in 1\.1 .*PR #4769"):
+        CATALOGUE.topology("lora-p-d").for_release("1.0.2")
+    follower = CATALOGUE.topology("multinode").for_release("0.7.1").worker("follower")
+    assert follower.card is None and follower.start_paths == ("init/non_leader",)
+    dllm = CATALOGUE.topology("llm-diffusion").for_release("0.9.1")
+    assert dllm.era is not None and not dllm.era.namespace_flag
+    assert dllm.worker("diffusion-llm").start_paths == ("init_diffusion",)
 
 
 def test_the_multimodal_design_of_each_range():
@@ -120,6 +152,28 @@ def test_an_internal_endpoint_serves_but_a_card_of_it_is_caught():
     # A worker that must stay out altogether is caught for its instance alone.
     found = checks.must_not_register(_records(with_card=False), _view(internal_endpoint=False))
     assert "serves or registered: v1/instances/ns/encoder/generate/a" in found[0].message
+
+
+def _nats_leader_and_follower() -> list[FakeWorker]:
+    card = ExpectedCard("Chat | Completions", "Tokens", "", ())
+    leader = FakeWorker("leader", "backend", card, pid=1, tcp_port=None)
+    return [leader, FakeWorker("follower", "backend", None, pid=2, tcp_port=None)]
+
+
+@pytest.mark.parametrize("follower_registers", [False, True])
+def test_a_follower_beside_its_leader_on_nats_is_judged_by_count(follower_registers: bool):
+    """0.7's NATS plane gives no port to tell a leader's keys from its follower's: the
+    leader's card-bearing instance is its, anything more in the component is the follower's."""
+    entries = [instance_entry("backend", 10, 0), card_entry("backend", 10, worker_type="")]
+    if follower_registers:
+        entries += [instance_entry("backend", 11, 0), card_entry("backend", 11, worker_type="")]
+    state = DiscoveryState(dict(entries))
+    workers = _nats_leader_and_follower()
+    violations = judged.card_violations(state, NS, "model-x", workers)
+    caught = [v for v in violations if v.kind == REGISTERED_UNEXPECTEDLY]
+    assert [v.role for v in caught] == (["follower"] if follower_registers else [])
+    leader = judged.worker_records(state, NS, workers[0], workers)
+    assert [c.instance_id for c in leader.cards] == [10]
 
 
 def test_an_era_command_line_takes_the_namespace_from_the_environment(tmp_path: Path):

@@ -22,6 +22,7 @@ REPLY_TEXT = "Hello! The quick brown fox jumps over the lazy dog."
 MAX_TOTAL_TOKENS = 65536
 EMBEDDING_DIM = 16
 STREAM_STEP = 4  # tokens per streamed chunk
+_DISJOINT_SETTINGS = ("stream_output", "incremental_streaming_output")
 
 
 class StandInGeneration:
@@ -72,11 +73,17 @@ class StandInGeneration:
     async def _stream(
         self, reply: list[int], rid: str, prompt_tokens: int, max_new: int
     ) -> AsyncIterator[dict[str, Any]]:
+        # sglang streams only the new tokens when Dynamo asks for it (stream_output from 0.9,
+        # incremental_streaming_output from 1.2, sglang 0.5.21 reads its own setting), and
+        # everything so far otherwise: Dynamo 0.7/0.8 slice off what they already sent.
+        args = getattr(self, "server_args", None)
+        modes = [getattr(args, n) for n in _DISJOINT_SETTINGS if hasattr(args, n)]
+        disjoint = any(modes) if modes else True
         for start in range(0, len(reply), STREAM_STEP):
             await asyncio.sleep(0)
             last = start + STREAM_STEP >= len(reply)
             yield {
-                "output_ids": reply[start : start + STREAM_STEP],
+                "output_ids": reply[start if disjoint else 0 : start + STREAM_STEP],
                 "text": "",
                 "meta_info": {
                     "id": rid,

@@ -9,6 +9,7 @@ from harness.discovery.observer import DiscoveryState
 from harness.judge import checks
 from harness.judge.checks import WorkerRecords, WorkerView
 from harness.model.contract import ExpectedCard
+from harness.model.records import Instance
 from harness.model.violations import BAD_CONTENT, LISTED_EARLY, Violation
 from harness.serving.http_client import Exchange
 from harness.serving.requests import Reply
@@ -22,7 +23,46 @@ def worker_records(
     """A worker's keys in the namespace (see checks.records_for): the ports the other
     workers were given are theirs."""
     claimed = frozenset(w.tcp_port for w in workers if w.tcp_port is not None)
-    return checks.records_for(state, namespace, worker, claimed)
+    records = checks.records_for(state, namespace, worker, claimed)
+    sharing = [w for w in workers if w.tcp_port is None and w.component == worker.component]
+    if worker.tcp_port is not None or len(sharing) < 2:
+        return records
+    return _shared_out(records, worker, sharing)
+
+
+def _shared_out(
+    component: WorkerRecords, worker: WorkerView, sharing: Sequence[WorkerView]
+) -> WorkerRecords:
+    """Workers of one component with no port to tell them apart (the NATS request plane of
+    Dynamo 0.7, a multi-node leader and its follower): the instances are dealt out by count.
+    Each worker that serves takes as many as it has registrants, a card-bearing one for a
+    registering worker, in declaration order; a worker that must not register holds what is
+    left, so a follower that registers beside its leader is still caught (the extra instance
+    is its). One case it cannot see: a follower that registers while its leader does not."""
+    carded = {c.instance_id for c in component.cards}
+    pool = sorted(component.generates, key=lambda g: (g.instance_id not in carded, g.key))
+    dealt: dict[str, list[Instance]] = {}
+    for peer in sharing:
+        if peer.expected is None and not peer.internal_endpoint:
+            continue
+        for _ in range(max(peer.registrants, 1)):
+            wants_card = peer.expected is not None
+            pick = next((g for g in pool if (g.instance_id in carded) == wants_card), None)
+            if pick is None and pool:
+                pick = pool[0]
+            if pick is None:
+                break
+            pool.remove(pick)
+            dealt.setdefault(peer.role, []).append(pick)
+    serves = worker.expected is not None or worker.internal_endpoint
+    mine = dealt.get(worker.role, []) if serves else pool
+    ids = {g.instance_id for g in mine}
+    return WorkerRecords(
+        [i for i in component.instances if i.instance_id in ids],
+        mine,
+        [c for c in component.cards if c.instance_id in ids],
+        component.wanted,
+    )
 
 
 def card_violations(
