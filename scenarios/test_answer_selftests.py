@@ -11,6 +11,7 @@ import pytest
 
 from harness.model.violations import BAD_CONTENT, ContractFailure
 from harness.plugin import topology_param
+from harness.serving.requests import IMAGE_SIZE
 from scenarios.catalogue import (
     AGGREGATED,
     EMBEDDING_TOPOLOGY,
@@ -34,7 +35,7 @@ CASES = {
     "bad-answer-rerank-order": (RERANK, "rerank", "not best first"),
     "bad-answer-rerank-top-n": (RERANK, "rerank", "3 results, expected 2"),
     "bad-answer-rerank-index": (RERANK, "rerank", "expected positions 0..2"),
-    "bad-answer-image-size": (IMAGE, "image", "image 0 is 16x16, asked for 32x32"),
+    "bad-answer-image-size": (IMAGE, "image", f"image 0 is 16x16, asked for {IMAGE_SIZE}"),
     "bad-answer-image-format": (IMAGE, "image", "image 0 is not a PNG, JPEG or WebP"),
     "bad-answer-video-format": (VIDEO, "video", "video is not an MP4"),
     "bad-answer-video-status": (VIDEO, "video", "status 'in_progress', expected 'completed'"),
