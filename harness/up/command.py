@@ -118,7 +118,6 @@ def _announce(deployment: Deployment, verdict: str, env_file: str | None) -> Non
         f"--frontend {frontend} --namespace {deployment.namespace}",
         "  Ctrl-C (or SIGTERM) stops everything",
     ]
-    print("\n".join(lines), flush=True)
     if env_file:
         values = {
             "ETCD_ENDPOINTS": session.endpoints.etcd,
@@ -131,3 +130,5 @@ def _announce(deployment: Deployment, verdict: str, env_file: str | None) -> Non
         partial = Path(f"{env_file}.partial")
         partial.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
         partial.replace(env_file)  # appears whole: a script waiting for it reads it complete
+    # Announced once the env file is in place: whoever reads the announcement finds it.
+    print("\n".join(lines), flush=True)
