@@ -135,9 +135,7 @@ def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
         assert "every process it started has exited" in rest
         assert not [p.pid for p in tree if _alive(p)]
     finally:
-        if up.poll() is None:
-            os.killpg(up.pid, signal.SIGKILL)
-            up.wait()
+        _stop_up(up)
 
 
 @pytest.mark.pre_merge
@@ -306,3 +304,21 @@ def _alive(process: psutil.Process) -> bool:
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def _stop_up(up: subprocess.Popen[str]) -> None:
+    """After a failure too: `up` stops what it started on SIGTERM; whatever of its tree is
+    still alive after that (its infra and workers run in sessions of their own, out of reach
+    of its process group) is killed by pid."""
+    if up.poll() is not None:
+        return
+    tree = psutil.Process(up.pid).children(recursive=True)
+    up.send_signal(signal.SIGTERM)
+    try:
+        up.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(up.pid, signal.SIGKILL)
+        up.wait()
+    for process in tree:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
