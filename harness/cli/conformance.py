@@ -18,6 +18,7 @@ import pytest
 
 from harness.history.run import CONFORMANCE_TEST, CONFORMANCE_TESTS, ROOT, outcome
 from harness.model import catalogue as catalogue_module
+from harness.plugin.session import topology_of
 from harness.report import default_report_dir, remove_reports
 
 REPORT = ROOT / "reports" / "conformance.xml"  # HARNESS_REPORT_DIR moves it (and the others)
@@ -43,16 +44,11 @@ class _OnlyTopologies:
         self.names = names
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
-        keep = [item for item in items if self._topology(item) in self.names]
+        keep = [i for i in items if getattr(topology_of(i), "name", None) in self.names]
         dropped = [item for item in items if item not in keep]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
-
-    @staticmethod
-    def _topology(item: pytest.Item) -> str | None:
-        scenario = item.callspec.params.get("scenario") if hasattr(item, "callspec") else None
-        return getattr(getattr(scenario, "topology", None), "name", None)
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -135,7 +135,7 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
     if table_of.text:
         # The run reports of every release in the table, merged (report.json / .md / .html).
         reports = [out_dir / run.release / "report.json" for run in table_of.runs]
-        write_merged_reports([path for path in reports if path.exists()], out_dir)
+        write_merged_reports(reports, out_dir)  # those that exist
         print(table_of.text)
         print(f"(written: {out_dir}/history.md, history.json, history.html)")
     return 1 if failed or not table_of.runs else 0
