@@ -1,4 +1,4 @@
-"""`python -m harness up`'s bad input: one line and exit 2, before anything starts."""
+"""`python -m harness up` and `audit`: bad input is one line and exit 2, before anything starts."""
 
 from __future__ import annotations
 
@@ -21,3 +21,9 @@ def test_bad_input_is_one_line_and_exit_2(args, says, capsys):
     assert main(["up", *args]) == 2
     out = capsys.readouterr().out.strip()
     assert len(out.splitlines()) == 1 and says in out, out
+
+
+def test_a_negative_audit_grace_is_refused_before_anything_is_read(capsys):
+    assert main(["audit", "--etcd", "http://127.0.0.1:1", "--grace", "-1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "audit: --grace -1: seconds, 0 or more", err

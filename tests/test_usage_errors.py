@@ -72,6 +72,7 @@ def test_a_test_id_of_the_other_tier_names_this_tiers_ids(args, says):
 
 CLI_CASES = [
     ("plan-zero-gpus", ["plan", "--gpus", "0"], "--gpus 0: a GPU-tier plan needs at least 1"),
+    ("preflight-unknown-option", ["preflight", "--bogus"], "unrecognized arguments: --bogus"),
     ("plan-negative-gpus", ["plan", "--gpus", "-3"], "--gpus -3: a GPU-tier plan needs"),
     ("plan-cpu-gpus", ["plan", "--tier", "cpu", "--gpus", "2"], "--gpus: the CPU tier"),
     ("plan-cpu-model", ["plan", "--tier", "cpu", "--model", "text=/nonexistent"], "tiny models"),

@@ -67,6 +67,9 @@ def contracts(release: str) -> list[Topology]:
 
 def audit_command(args: argparse.Namespace) -> int:
     started = time.time()
+    if args.grace < 0:
+        print(f"audit: --grace {args.grace:g}: seconds, 0 or more", file=sys.stderr)
+        return UNUSABLE
     release = args.release or dynamo_env.active().version
     topologies = contracts(release)
     if args.topology:

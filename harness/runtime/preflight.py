@@ -22,6 +22,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from harness.runtime import gpus
 from harness.runtime.tier import torch_cuda_version
@@ -180,8 +181,16 @@ def run_checks(writable: dict[str, str]) -> list[Check]:
     ]
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Bad input is one line and exit 4, like every harness command (standard library only:
+    the preflight runs before anything is installed)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(4, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness preflight", description=__doc__)
+    parser = _OneLineParser(prog="python -m harness preflight", description=__doc__)
     parser.add_argument(
         "--allow-no-gpu",
         action="store_true",
