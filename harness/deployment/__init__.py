@@ -2,10 +2,13 @@
 it (a worker lost, a frontend restarted, etcd paused, LoRAs loaded), and stop it. Judging
 what it observed is harness.judge's.
 
-`core.Deployment` is the deployment (launch, stop, kill, send); `readiness` its waits for
-registration and listing; `options`, `session` and `worker` the data it works on;
-`progress`, `listing`, `stops` and `timeline` what it reports while it runs; `disruption`,
-`lora` and `fingerprint` what tests do with one.
+`core.Deployment` is the deployment: its `plan` (every value, computed before anything
+starts), its `processes` (launch, kill, restart, stop), what it observes and one verdict;
+`readiness` holds the waits (each takes values: an observer, a `roster`, a deadline);
+`options`, `session` and `worker` the data it works on; `progress`, `listing`, `stops`,
+`frontend_log` and `timeline` (a worker's registration marks, defined once) what it reports
+while it runs; `disruption`, `lora` and `fingerprint` what tests do with one (they import
+`core`, never this package's `__init__`).
 """
 
 from harness.deployment.core import Deployment, dynamo_version

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from harness.common.deadline import Deadline
-from harness.deployment import Deployment
+from harness.deployment.core import Deployment
 from harness.deployment.listing import await_listing
 from harness.serving.http_client import RecordingClient
 from harness.serving.requests import Reply, send

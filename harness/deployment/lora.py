@@ -15,7 +15,8 @@ from pathlib import Path
 import httpx
 
 from harness.common.deadline import Deadline
-from harness.deployment import Deployment, Worker
+from harness.deployment.core import Deployment
+from harness.deployment.worker import Worker
 from harness.discovery.observer import DiscoveryState
 from harness.judge.checks import WorkerView, compare_card, named
 from harness.model.records import ModelCard

@@ -57,3 +57,17 @@ class ContractFailure(AssertionError):
 
     def find(self, kind: str, role: str | None = None) -> list[Violation]:
         return [v for v in self.violations if v.kind == kind and (role is None or v.role == role)]
+
+
+class ContractFailures(ContractFailure):
+    """Several deployments' failures at once (a test's teardown reports every one)."""
+
+    def __init__(self, failures: list[ContractFailure]) -> None:
+        AssertionError.__init__(self, "\n\n".join(str(f) for f in failures))
+        self.topology = ", ".join(dict.fromkeys(f.topology for f in failures))
+        self.violations = [v for f in failures for v in f.violations]
+        self.failures = list(failures)
+
+    @classmethod
+    def of(cls, failures: list[ContractFailure]) -> ContractFailure:
+        return failures[0] if len(failures) == 1 else cls(failures)

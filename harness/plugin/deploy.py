@@ -15,7 +15,7 @@ from harness.deployment import Deployment, Session, Settings
 from harness.discovery.observer import DiscoveryObserver
 from harness.history import record
 from harness.model.topology import Scenario, Topology
-from harness.model.violations import ContractFailure
+from harness.model.violations import ContractFailure, ContractFailures
 from harness.plugin.session import FAULTS_KEY
 from harness.processes.infra import Endpoints
 from harness.processes.infra.local_process import LocalProcessProvider
@@ -87,21 +87,37 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
         yield _Deploy(_deploy)
     finally:
         for deployment in started:
-            _record_timeline(request, deployment)
-            if not deployment.verdict_given:  # the test body never got to verify(), or raised
-                try:
-                    deployment.verify()
-                except ContractFailure as failure:
+            try:
+                failure = _verdict_at_teardown(deployment)
+                if failure is not None:
                     failures.append(failure)
-            properties = request.node.user_properties
-            properties += record.reply_properties(deployment.replies)
-            properties += record.violation_properties(deployment.found)
-            properties.append(
-                report_run.deployment_property(from_deployment(deployment, request.node.nodeid))
-            )
-            session.stops.submit(deployment.namespace, deployment.stop)
+                _record(request, deployment)
+            finally:
+                session.stops.submit(deployment.namespace, deployment.stop)
     if failures:
-        raise failures[0]
+        raise ContractFailures.of(failures)
+
+
+def _verdict_at_teardown(deployment: Deployment) -> ContractFailure | None:
+    """The failure to report at teardown: the verdict of a deployment whose test body never
+    reached one (no verify(), or it raised first). Every failing deployment's is reported."""
+    unseen = not deployment.judged
+    verdict = deployment.verdict()
+    if unseen and verdict.violations:
+        return ContractFailure(deployment.topology.name, list(verdict.violations))
+    return None
+
+
+def _record(request: pytest.FixtureRequest, deployment: Deployment) -> None:
+    """The deployment's timeline, answers, violations and report entry, into the test's
+    report (JUnit properties; xdist carries them to the controller)."""
+    _record_timeline(request, deployment)
+    properties = request.node.user_properties
+    properties += record.reply_properties(deployment.replies)
+    properties += record.violation_properties(deployment.found)
+    properties.append(
+        report_run.deployment_property(from_deployment(deployment, request.node.nodeid))
+    )
 
 
 def _probe(deployment: Deployment) -> None:
