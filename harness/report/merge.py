@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from harness.report import load_report, write_reports
+from harness.report.files import load_report, write_reports
 from harness.report.model import FAILED, PASSED, RunEntry
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.deployment.timeline import HEADER
-from harness.report import default_report_dir, remove_reports, write_reports
+from harness.report.files import default_report_dir, remove_reports, write_reports
 from harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry, deployment_from_dict
 
 DESELECTED = "deselected"
