@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
 import pytest
 
 pytestmark = pytest.mark.unit
@@ -52,3 +53,88 @@ def test_no_harness_module_is_a_hub() -> None:
         if (lines := len(path.read_text().splitlines())) > MOST_LINES
     }
     assert not too_long, f"harness modules over {MOST_LINES} lines: {too_long}"
+
+
+def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Every circle of imports (each strongly connected set of modules, sorted), whatever
+    the import's form: a `TYPE_CHECKING` import or one inside a function counts too."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return sorted(circles)
+
+
+def imports_of_own_package(graph: grimp.ImportGraph) -> list[str]:
+    """Modules that import a package they live in (its `__init__`), e.g. a module of
+    harness.deployment doing `from harness.deployment import Deployment`."""
+    return sorted(
+        f"{module} -> {package}"
+        for module in graph.modules
+        for package in graph.modules
+        if module.startswith(package + ".")
+        and graph.direct_import_exists(importer=module, imported=package)
+    )
+
+
+def _graph(*packages: str) -> grimp.ImportGraph:
+    return grimp.build_graph(*packages, cache_dir=None)
+
+
+@pytest.fixture(scope="module")
+def project_graph() -> grimp.ImportGraph:
+    return _graph("harness", "workers", "scenarios", "bench")
+
+
+def test_no_import_circle_anywhere(project_graph: grimp.ImportGraph) -> None:
+    assert import_cycles(project_graph) == []
+
+
+def test_no_module_imports_its_own_package(project_graph: grimp.ImportGraph) -> None:
+    assert imports_of_own_package(project_graph) == []
+
+
+def test_a_circle_and_an_own_package_import_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks can fail: a circle hidden under TYPE_CHECKING, and a module importing its
+    package's __init__, are both named."""
+    package = tmp_path / "circle_probe"
+    package.mkdir()
+    (package / "__init__.py").write_text("from circle_probe.a import A\n")
+    (package / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from circle_probe.b import B\n"
+        "class A: ...\n"
+    )
+    (package / "b.py").write_text("from circle_probe.a import A\nclass B(A): ...\n")
+    (package / "c.py").write_text("from circle_probe import A\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    graph = _graph("circle_probe")
+    assert import_cycles(graph) == [["circle_probe.a", "circle_probe.b"]]
+    assert imports_of_own_package(graph) == ["circle_probe.c -> circle_probe"]

@@ -11,39 +11,12 @@ from __future__ import annotations
 import inspect
 import sys
 
-from workers import torchvision_shim
-
-
-def install_stand_ins() -> None:
-    """Point every name Dynamo looks sglang's GPU classes up by at the CPU stand-ins."""
-    import sglang
-    import sglang.multimodal_gen as multimodal_gen
-    import sglang.srt.disaggregation.encoder.server as encoder_server
-    import sglang.srt.entrypoints.engine as engine_module
-
-    from workers.cpu_engine import CpuDiffGenerator, CpuEngine, CpuMMEncoder
-
-    sglang.Engine = CpuEngine
-    engine_module.Engine = CpuEngine
-    encoder_server.MMEncoder = CpuMMEncoder
-    multimodal_gen.DiffGenerator = CpuDiffGenerator
-
-
-def install_release_stand_ins() -> None:
-    """The stand-ins of the installed release (workers.release_stand_ins says which)."""
-    from workers import release_stand_ins
-
-    release_stand_ins.install(release_stand_ins.choice_for(release_stand_ins.installed_release()))
+from workers import start
 
 
 def main(argv: list[str] | None = None) -> None:
     dynamo_argv = list(sys.argv[1:] if argv is None else argv)
-    torchvision_shim.apply()
-    install_release_stand_ins()
-
-    from workers import faults
-
-    faults.install_from_environment()
+    start.prepare()
 
     import uvloop
     from dynamo.sglang.main import worker

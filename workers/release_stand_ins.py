@@ -72,9 +72,7 @@ def install(choice: StandInChoice) -> None:
 
     legacy.install_kernel_placeholder()
     if choice.engine == "current":
-        from workers import cpu_sglang
-
-        cpu_sglang.install_stand_ins()
+        install_current()
         return
     import sglang
     import sglang.srt.entrypoints.engine as engine_module
@@ -94,3 +92,19 @@ def install(choice: StandInChoice) -> None:
         handler = importlib.import_module(ENCODE_HANDLER)
         if hasattr(handler, "MMEncoder"):
             handler.MMEncoder = encoder
+
+
+def install_current() -> None:
+    """sglang 0.5.21 (ai-dynamo 1.6): every name Dynamo looks sglang's GPU classes up by
+    points at workers.cpu_engine's stand-ins."""
+    import sglang
+    import sglang.multimodal_gen as multimodal_gen
+    import sglang.srt.disaggregation.encoder.server as encoder_server
+    import sglang.srt.entrypoints.engine as engine_module
+
+    from workers.cpu_engine import CpuDiffGenerator, CpuEngine, CpuMMEncoder
+
+    sglang.Engine = CpuEngine
+    engine_module.Engine = CpuEngine
+    encoder_server.MMEncoder = CpuMMEncoder
+    multimodal_gen.DiffGenerator = CpuDiffGenerator

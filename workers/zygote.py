@@ -47,6 +47,7 @@ PRELOAD = (
     "uvloop",
     "workers.cpu_engine",
     "workers.faults",
+    "workers.start",
     "workers.cpu_sglang",
     "dynamo.sglang.main",
     "dynamo.sglang.args",
@@ -93,10 +94,9 @@ def preload(also: tuple[str, ...] = ()) -> tuple[set[str], float]:
     started = time.monotonic()
     recording = record_environ_reads()
     try:
-        from workers import cpu_sglang, torchvision_shim
+        from workers import start
 
-        torchvision_shim.apply()
-        cpu_sglang.install_stand_ins()
+        start.prepare(with_fault=False)  # a template runs no fault: each child gets its own
         for name in (*PRELOAD, *also):
             importlib.import_module(name)
     finally:
