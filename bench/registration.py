@@ -33,14 +33,13 @@ import psutil
 
 from harness.common.deadline import Deadline
 from harness.deployment import Deployment, Session, Settings
+from harness.deployment.session_setup import standalone_session
 from harness.discovery.observer import DiscoveryObserver
 from harness.model.topology import Topology
 from harness.processes.infra.local_process import LocalProcessProvider
 from harness.processes.managed import install_cleanup_handlers
-from harness.runtime.frontend import start_frontend
-from harness.runtime.launch import template_env
 from harness.runtime.model_source import TinyModels
-from harness.runtime.spawn import FRESH, ZYGOTE, Zygote
+from harness.runtime.spawn import FRESH, ZYGOTE
 from scenarios.catalogue import CATALOGUE, by_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,33 +128,16 @@ def suite_wall_time(args: list[str]) -> tuple[float, float, str]:
 
 
 def start_session(stack: ExitStack) -> Session:
+    """The session the harness's own tools use (harness.deployment.session_setup), with local
+    etcd and NATS, the tiny models and the worker template, waited for and described."""
     workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
-    scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="db-")))
-    provider = LocalProcessProvider()
-    endpoints = provider.start(workdir / "infra")
-    stack.callback(provider.stop)
-    observer = DiscoveryObserver(endpoints.etcd).start()
-    stack.callback(observer.stop)
-    zygote = Zygote(
-        template_env(endpoints.etcd, endpoints.nats, scratch / "hf", scratch / "zygote"),
-        workdir / "zygote.log",
-        ROOT,
-    ).start()
-    stack.callback(zygote.stop)
-    frontend = start_frontend(endpoints, workdir, scratch)
-    stack.callback(frontend.proc.stop)
-    session = Session(
-        endpoints,
-        frontend,
-        observer,
-        TinyModels(workdir / "models").path_for,
-        workdir,
-        Settings(spawn=ZYGOTE),
-        scratch,
-        spawner=zygote,
+    settings = Settings(spawn=ZYGOTE)
+    models = TinyModels(workdir / "models").path_for
+    session = stack.enter_context(
+        standalone_session(LocalProcessProvider(), settings, workdir, models)
     )
-    stack.callback(session.stops.drain)
-    info = zygote.wait_ready(Deadline(300))
+    assert session.spawner is not None
+    info = session.spawner.wait_ready(Deadline(300))
     print(
         f"worker template: imports {info.import_s:.1f} s, {info.modules} modules, "
         f"{info.os_threads} thread(s)",

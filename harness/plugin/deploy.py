@@ -3,6 +3,7 @@ start a topology, wait until it is ready, give every deployment a verdict and st
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from harness.deployment import Deployment, Session, Settings
-from harness.discovery.observer import DiscoveryObserver
+from harness.deployment import session_setup as setup
 from harness.history import record
 from harness.model.topology import Scenario, Topology
 from harness.model.violations import ContractFailure, ContractFailures
@@ -23,7 +24,6 @@ from harness.report import pytest_run as report_run
 from harness.report.observed import from_deployment
 from harness.report.pytest_run import KNOWN_VIOLATION, TIMELINE_ROW
 from harness.runtime import spawn
-from harness.runtime.frontend import start_frontend
 from harness.runtime.model_source import ModelSource
 from harness.serving.requests import Reply
 
@@ -152,20 +152,24 @@ def isolated_infra(
         pytest.skip("infra disruptions run on the CPU tier (local etcd and nats-server)")
     workdir = tmp_path_factory.mktemp("isolated")
     provider = LocalProcessProvider()
-    endpoints = provider.start(workdir / "infra")
-    observer = DiscoveryObserver(endpoints.etcd).start()
-    frontend = start_frontend(endpoints, workdir, harness_scratch, harness_settings.tier)
     settings = dataclasses.replace(harness_settings, spawn=spawn.FRESH)
-    session = Session(
-        endpoints, frontend, observer, models.path_for, workdir, settings, harness_scratch
-    )
-    try:
+    with contextlib.ExitStack() as stack:
+        endpoints = setup.start_infra(stack, provider, workdir)
+        observer = setup.start_observer(stack, endpoints)
+        frontend = setup.start_session_frontend(
+            stack, endpoints, workdir, harness_scratch, settings
+        )
+        session = setup.assemble(
+            stack,
+            endpoints=endpoints,
+            frontend=frontend,
+            observer=observer,
+            models=models.path_for,
+            workdir=workdir,
+            settings=settings,
+            scratch=harness_scratch,
+        )
         yield IsolatedInfra(provider, endpoints, session)
-    finally:
-        session.stops.drain()
-        frontend.proc.stop(grace=10)
-        observer.stop()
-        provider.stop()
 
 
 @pytest.fixture

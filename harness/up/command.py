@@ -16,13 +16,13 @@ import threading
 from pathlib import Path
 
 from harness.deployment import Deployment, Settings
+from harness.deployment.session_setup import standalone_session
 from harness.model import catalogue as catalogue_module
 from harness.model.violations import ContractFailure
 from harness.processes import ports
 from harness.processes.infra import PROVIDERS, InfraUnavailable
 from harness.processes.managed import install_cleanup_handlers
 from harness.runtime import dynamo_env, spawn, tier, usage
-from harness.up.session import standalone_session
 
 USAGE_ERROR = 2
 
