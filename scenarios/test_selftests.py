@@ -221,7 +221,15 @@ _MISMATCHED_PAIR = dataclasses.replace(
         ),
     ),
     gpu=GpuProfile(
-        (Placement(1, (WorkerPlacement("worker", 0), WorkerPlacement("worker-page-32", 0))),)
+        placements=(
+            Placement(
+                gpus=1,
+                workers=(
+                    WorkerPlacement(role="worker", gpu=0),
+                    WorkerPlacement(role="worker-page-32", gpu=0),
+                ),
+            ),
+        )
     ),
 )
 

@@ -83,11 +83,11 @@ def test_a_layout_too_big_for_its_gpu_is_skipped_with_the_reason():
 
 def test_co_located_workers_add_up_on_their_gpu():
     layout = Placement(
-        2,
-        (
-            WorkerPlacement("a", 0, vram_gib=10.0),
-            WorkerPlacement("b", 0, vram_gib=10.0),
-            WorkerPlacement("c", 1, vram_gib=5.0),
+        gpus=2,
+        workers=(
+            WorkerPlacement(role="a", gpu=0, vram_gib=10.0),
+            WorkerPlacement(role="b", gpu=0, vram_gib=10.0),
+            WorkerPlacement(role="c", gpu=1, vram_gib=5.0),
         ),
     )
     assert gpus.memory_needed_gib(layout) == {0: 20.0, 1: 5.0}

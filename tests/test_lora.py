@@ -15,7 +15,13 @@ from harness.model.violations import (
 )
 from tests.fakes import NS, FakeWorker, card_entry, instance_entry, state
 
-PREFILL = ExpectedCard("Prefill", "Tokens", "prefill", (("decode",),), public=False)
+PREFILL = ExpectedCard(
+    model_type="Prefill",
+    model_input="Tokens",
+    worker_type="prefill",
+    needs=(("decode",),),
+    public=False,
+)
 
 
 def _lora_card(instance_id: int, **card: object) -> tuple[str, bytes]:

@@ -155,7 +155,9 @@ def test_an_internal_endpoint_serves_but_a_card_of_it_is_caught():
 
 
 def _nats_leader_and_follower() -> list[FakeWorker]:
-    card = ExpectedCard("Chat | Completions", "Tokens", "", ())
+    card = ExpectedCard(
+        model_type="Chat | Completions", model_input="Tokens", worker_type="", needs=()
+    )
     leader = FakeWorker("leader", "backend", card, pid=1, tcp_port=None)
     return [leader, FakeWorker("follower", "backend", None, pid=2, tcp_port=None)]
 

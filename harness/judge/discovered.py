@@ -204,10 +204,10 @@ def _as_contract(worker: FoundWorker) -> ExpectedCard:
     card = worker.card
     assert card is not None
     return ExpectedCard(
-        card.model_type,
-        card.model_input,
-        card.worker_type,
-        card.needs,
+        model_type=card.model_type,
+        model_input=card.model_input,
+        worker_type=card.worker_type,
+        needs=card.needs,
         public=card.model_type not in INTERNAL_TYPES,
     )
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from harness.model.contract import ExpectedCard
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KnownViolation:
     """A violation a Dynamo release is known to show for a topology: reported, not failed.
 
@@ -24,10 +24,10 @@ class KnownViolation:
         return dynamo_version in self.dynamo_versions
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkerSpec:
     role: str  # names the worker in every message
-    flags: tuple[str, ...]  # dynamo.sglang argv besides model, name, namespace, ports
+    flags: tuple[str, ...] = ()  # dynamo.sglang argv besides model, name, namespace, ports
     model: str  # asset key: see harness.model.assets.ASSET_KEYS
     component: str  # the discovery component its generate endpoint lives in
     # What each registering process of this worker must register; None: this process must
@@ -59,7 +59,7 @@ class WorkerSpec:
         return self.card is not None and self.registrants > 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkerPlacement:
     """Where one worker runs in a GPU layout, and the caps that let it share its GPU."""
 
@@ -70,7 +70,7 @@ class WorkerPlacement:
     env: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Placement:
     """One way to lay a topology on GPUs. The 1-GPU layout is the packed one; the CPU tier
     runs its command lines, so every commit exercises the flags GPU runners use."""
@@ -92,10 +92,10 @@ class Placement:
     def of(self, role: str) -> WorkerPlacement:
         """The role's placement; a process outside the topology (a stray an edge test starts)
         gets no caps, on the layout's first GPU."""
-        return next((w for w in self.workers if w.role == role), WorkerPlacement(role, 0))
+        return next((w for w in self.workers if w.role == role), WorkerPlacement(role=role, gpu=0))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuProfile:
     """How the GPU tier runs a topology: its layouts, and whether it is nightly-only there."""
 
@@ -111,7 +111,7 @@ class GpuProfile:
         return min(self.placements, key=lambda p: p.gpus)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Era:
     """How a topology is deployed and what it must register in an older range of Dynamo
     releases (their flags, workers and cards differ), or why it has no such deployment."""
@@ -151,7 +151,7 @@ class UnsupportedRelease(LookupError):
     """The topology has no deployment declared for this Dynamo release."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Topology:
     name: str
     workers: tuple[WorkerSpec, ...]
