@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from harness.model.topology import Topology
+from harness.model.validation import CatalogueError, catalogue_problems
 
 DEFAULT_CATALOGUE = "scenarios.catalogue"
 
@@ -37,10 +38,17 @@ class Catalogue:
 
 
 def load(name: str | None = None) -> Catalogue:
-    module = importlib.import_module(name or os.environ.get("HARNESS_CATALOGUE", DEFAULT_CATALOGUE))
-    return Catalogue(
+    """The catalogue module `name` (default: HARNESS_CATALOGUE, else the project's), checked:
+    CatalogueError lists every broken invariant (see harness.model.validation)."""
+    module_name = name or os.environ.get("HARNESS_CATALOGUE", DEFAULT_CATALOGUE)
+    module = importlib.import_module(module_name)
+    catalogue = Catalogue(
         tuple(module.CATALOGUE),
         dict(getattr(module, "GPU_MODELS", {})),
         dict(getattr(module, "START_PATH_EXEMPTIONS", {})),
         dict(getattr(module, "GPU_MODEL_SIZES_GIB", {})),
     )
+    problems = catalogue_problems(catalogue.topologies, catalogue.gpu_models)
+    if problems:
+        raise CatalogueError(f"'{module_name}'", problems)
+    return catalogue
