@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.app import gpu_table, topologies_table
+from harness.cli.tables import gpu_table, topologies_table
 from harness.model.assets import ASSET_KEYS
 from harness.model.catalogue import load
 from harness.model.topology import GpuProfile, Placement, Topology, WorkerPlacement, WorkerSpec
