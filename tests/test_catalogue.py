@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.tables import gpu_table, topologies_table
+from harness.cli.tables import DOC_COMMAND, catalogue_doc, gpu_table, topologies_table
 from harness.model.assets import ASSET_KEYS
-from harness.model.catalogue import load
+from harness.model.catalogue import Catalogue, load
 from harness.model.topology import GpuProfile, Placement, Topology, WorkerPlacement, WorkerSpec
 from harness.model.validation import CatalogueError, catalogue_problems
 from harness.serving.requests import KINDS
@@ -128,17 +128,48 @@ def test_a_catalogue_named_by_the_environment_is_checked_when_loaded(tmp_path, m
     assert "Traceback" not in result.stderr
 
 
-def test_readme_contract_table_matches_the_catalogue():
-    generated = topologies_table().replace(f"`{MM_FLAGS} ", "MM + `").splitlines()[2:]
-    readme_rows = [line for line in README.read_text().splitlines() if line.startswith("| ")]
-    for row in generated:
-        assert row in readme_rows, f"README is missing or differs on:\n{row}"
+def test_docs_topologies_is_the_catalogue_generated():
+    """docs/topologies.md equals what the catalogue generates, line for line: adding a mode
+    to the catalogue and regenerating it is the whole change to the docs."""
+    written = (ROOT / "docs" / "topologies.md").read_text().splitlines()
+    generated = catalogue_doc().splitlines()
+    first = next(
+        (i for i, (a, b) in enumerate(zip(written, generated, strict=False)) if a != b),
+        min(len(written), len(generated)),
+    )
+    assert written == generated, (
+        f"docs/topologies.md differs from the catalogue from line {first + 1}:\n"
+        f"  written:   {written[first] if first < len(written) else '(end)'}\n"
+        f"  generated: {generated[first] if first < len(generated) else '(end)'}\n"
+        f"regenerate it: {DOC_COMMAND}"
+    )
 
 
-def test_readme_gpu_table_matches_the_catalogue():
-    readme_rows = [line for line in README.read_text().splitlines() if line.startswith("| ")]
-    for row in gpu_table().splitlines()[2:]:
-        assert row in readme_rows, f"README's GPU runners table is missing or differs on:\n{row}"
+def _readme_rows_like(table: str) -> tuple[list[str], list[str]]:
+    """(README rows shaped like the table's rows: a topology's name first, as many cells;
+    the generated rows)."""
+    generated = table.splitlines()[2:]
+    width = generated[0].count(" | ")
+    names = tuple(f"| {t.name} |" for t in CATALOGUE)
+    readme = [
+        line
+        for line in README.read_text().splitlines()
+        if line.startswith(names) and line.count(" | ") == width
+    ]
+    return readme, generated
+
+
+def test_what_the_readme_says_of_the_contracts_is_the_catalogue():
+    """Whatever contract rows README still shows are the catalogue's (the whole table is
+    docs/topologies.md, generated)."""
+    readme, generated = _readme_rows_like(topologies_table())
+    generated = [row.replace(f"`{MM_FLAGS} ", "MM + `") for row in generated]
+    assert [row for row in readme if row not in generated] == []
+
+
+def test_what_the_readme_says_of_the_gpu_layouts_is_the_catalogue():
+    readme, generated = _readme_rows_like(gpu_table())
+    assert [row for row in readme if row not in generated] == []
 
 
 def test_a_topology_the_cpu_tier_cannot_run_is_skipped_there_with_its_reason():
@@ -150,3 +181,16 @@ def test_a_topology_the_cpu_tier_cannot_run_is_skipped_there_with_its_reason():
     skips = [m for m in topology_param(gpu_only).marks if m.name == "skip"]
     assert [m.kwargs["reason"] for m in skips] == ["GPU-only: needs a CUDA checkpoint"]
     assert not [m for m in topology_param(CATALOGUE[0]).marks if m.name == "skip"]
+
+
+def test_a_catalogue_change_shows_in_the_generated_docs():
+    """The equality check can fail: a renamed role changes the generated file."""
+    renamed = dataclasses.replace(
+        DISAGGREGATED.workers[1],
+        card=dataclasses.replace(DISAGGREGATED.workers[1].card, public=False),
+    )
+    changed = Catalogue(
+        (dataclasses.replace(DISAGGREGATED, workers=(DISAGGREGATED.workers[0], renamed)),)
+    )
+    assert catalogue_doc(changed) != catalogue_doc(Catalogue((DISAGGREGATED,)))
+    assert "| disaggregated | decode | init_decode |" in catalogue_doc(changed)

@@ -1,7 +1,7 @@
 """Command line of the harness.
 
 python -m harness conformance [--topology NAME ...] [pytest args...]
-python -m harness topologies [--gpu]
+python -m harness topologies [--gpu | --doc]
 python -m harness plan [--tier gpu|cpu] [--gpus N] [--gpu-memory GIB] [--json] [--topology NAME ...]
 python -m harness models list|fetch [TOPOLOGY ... | -m EXPR] [--dry-run] [--check] [--model KEY=REF]
 python -m harness preflight [--allow-no-gpu] [--writable LABEL=PATH ...]
@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from harness.audit import command as audit_command
 from harness.cli import conformance, models
-from harness.cli.tables import gpu_table, topologies_table
+from harness.cli.tables import catalogue_doc, gpu_table, topologies_table
 from harness.model import catalogue as catalogue_module
 from harness.runtime.tier import GPU, TIERS
 from harness.up import command as up_command
@@ -61,7 +61,11 @@ def _parser() -> argparse.ArgumentParser:
     conformance.register(commands)
     models.register(commands)
     topologies = commands.add_parser("topologies", help="print the contract table")
-    topologies.add_argument("--gpu", action="store_true", help="the GPU layouts instead")
+    shown = topologies.add_mutually_exclusive_group()
+    shown.add_argument("--gpu", action="store_true", help="the GPU layouts instead")
+    shown.add_argument(
+        "--doc", action="store_true", help="docs/topologies.md, generated whole from the catalogue"
+    )
     plan = commands.add_parser("plan", help="print every worker's command; start nothing")
     plan.add_argument("--tier", choices=list(TIERS), default=GPU.name)
     plan.add_argument(
@@ -124,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
             return audit_command.audit_command(args)
         _quiet_on_closed_pipe()
         if args.command == "topologies":
-            print(gpu_table() if args.gpu else topologies_table())
+            if args.doc:
+                print(catalogue_doc(), end="")
+            else:
+                print(gpu_table() if args.gpu else topologies_table())
         elif args.command == "plan":
             from harness.cli.plan import plan_command
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from harness.common.markdown import row
 from harness.model import catalogue as catalogue_module
 from harness.model.catalogue import Catalogue
 from harness.runtime.gpus import memory_needed_gib
@@ -81,3 +82,79 @@ def gpu_table(catalogue: Catalogue | None = None) -> str:
             )
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def releases_table(catalogue: Catalogue | None = None) -> str:
+    """Per topology and range of ai-dynamo releases: which deployment and contract it has."""
+    catalogue = catalogue or catalogue_module.load()
+    lines = ["| topology | ai-dynamo | deployment and contract |", "|---|---|---|"]
+    for topology in catalogue.topologies:
+        rows = [(topology.releases, "the workers and cards above")]
+        for era in topology.eras:
+            if era.unsupported:
+                what = f"skipped: {era.unsupported}"
+            elif era.workers:
+                roles = ", ".join(
+                    f"{w.role} ({w.card.model_type if w.card else 'no card'})" for w in era.workers
+                )
+                what = f"its own workers: {roles}"
+            elif not era.topology_fields:
+                what = "the same workers; cards without worker_type / needs"
+            else:
+                what = "the same workers and cards"
+            if era.request_plane != "tcp":
+                what += f"; requests over {era.request_plane.upper()}"
+            if era.cpu_skip:
+                what += f"; GPU-only ({era.cpu_skip})"
+            rows.append((era.releases, what))
+        lines += [row(topology.name, f"`{releases}`", what) for releases, what in rows]
+    return "\n".join(lines)
+
+
+def known_violations_table(catalogue: Catalogue | None = None) -> str:
+    """Every violation a release is declared to show: reported, not failed."""
+    catalogue = catalogue or catalogue_module.load()
+    lines = ["| topology | violation | ai-dynamo | why it is known |", "|---|---|---|---|"]
+    for topology in catalogue.topologies:
+        for known in topology.known_violations:
+            versions = ", ".join(known.dynamo_versions)
+            lines.append(row(topology.name, f"`{known.kind}`", versions, known.reason))
+    return "\n".join(lines)
+
+
+DOC_COMMAND = "python -m harness topologies --doc > docs/topologies.md"
+
+
+def catalogue_doc(catalogue: Catalogue | None = None) -> str:
+    """docs/topologies.md, whole: generated from the catalogue (a test checks it is equal)."""
+    catalogue = catalogue or catalogue_module.load()
+    return "\n".join(
+        [
+            "# Topologies and their contracts",
+            "",
+            f"Generated from the catalogue by `{DOC_COMMAND}`; do not edit by hand (a test",
+            "checks this file equals what the command prints).",
+            "",
+            "## What each worker must register",
+            "",
+            "Each worker is started with `--model-path`, `--served-model-name`, `--namespace`,",
+            "`--disaggregation-bootstrap-port` (and `--device cpu` on the CPU tier) plus these",
+            "flags. A worker that **must not register** fails the run if it writes any instance",
+            "or card.",
+            "",
+            topologies_table(catalogue),
+            "",
+            "## GPU layouts",
+            "",
+            gpu_table(catalogue),
+            "",
+            "## Across Dynamo releases",
+            "",
+            releases_table(catalogue),
+            "",
+            "## Known violations (reported, not failed)",
+            "",
+            known_violations_table(catalogue),
+            "",
+        ]
+    )
