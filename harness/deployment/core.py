@@ -59,7 +59,9 @@ class Deployment:
             gpu_share=session.gpu_share,
             template=session.spawner is not None,
         )
-        self.plan = plan(what, DeployOptions(**options), facts, ports.allocate)
+        # An option given as None takes its default (faults=None: none).
+        given = {name: value for name, value in options.items() if value is not None}
+        self.plan = plan(what, DeployOptions(**given), facts, ports.allocate)
         self.session = session
         self.processes = Processes(self.plan, session)
         self.observer = (

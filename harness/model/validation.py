@@ -105,6 +105,12 @@ def topology_problems(topology: Topology) -> list[str]:
             problems += _needs(topology, era.workers, f" (ai-dynamo {era.releases})")
     if not topology.gpu.placements:
         problems.append(f"{name}: no GPU layout")
+    single = any(p.gpus == 1 for p in topology.gpu.placements)
+    if single == (topology.gpu.no_single_gpu is not None):
+        problems.append(
+            f"{name}: a 1-GPU layout wherever Dynamo has one; without it, say why "
+            "(GpuProfile.no_single_gpu), and only then"
+        )
     for placement in topology.gpu.placements:
         problems += _placement(topology, placement)
     return problems

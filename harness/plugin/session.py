@@ -19,6 +19,7 @@ from harness.runtime import dynamo_env, gpu_session, gpus, spawn, tier, usage
 from harness.runtime.model_source import describe_models
 from harness.runtime.models import apply_overrides
 
+MOST_GPUS = 8  # layouts of one host: a gpu_N marker for each N up to this
 MARKERS = {
     "sglang": "exercises dynamo.sglang workers",
     "multimodal": "multimodal topologies (encoder + PD / P / D)",
@@ -27,7 +28,7 @@ MARKERS = {
     "gpu_0": "CPU tier: needs no GPU",
     **{
         f"gpu_{n}": f"GPU tier: a layout on {n} GPU(s) (derived from the placement)"
-        for n in (1, 2, 4)
+        for n in range(1, MOST_GPUS + 1)
     },
     "pre_merge": "runs on every change",
     "nightly": "the long matrix; skipped unless selected with -m",
