@@ -22,7 +22,10 @@ MOST_LINES = 400
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(LINT_IMPORTS), "--config", str(root / "pyproject.toml"), "--no-cache"],
-        cwd=root, capture_output=True, text=True, timeout=120,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)},
     )
 
@@ -138,3 +141,28 @@ def test_a_circle_and_an_own_package_import_are_found(
     graph = _graph("circle_probe")
     assert import_cycles(graph) == [["circle_probe.a", "circle_probe.b"]]
     assert imports_of_own_package(graph) == ["circle_probe.c -> circle_probe"]
+
+
+def test_the_type_checker_catches_a_mixin_reading_what_it_never_declares(tmp_path: Path) -> None:
+    """The project's mypy settings find the shape the old Deployment mixins had: a method
+    reading an attribute its class never declares (annotated or not)."""
+    from mypy import api
+
+    (tmp_path / "mixin_probe.py").write_text(
+        "class Launching:\n"
+        "    def start(self) -> None:\n"
+        "        print(self.topology)\n"
+        "    def stop(self):\n"
+        "        print(self.session)\n"
+    )
+    out, _, status = api.run(
+        [
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--no-incremental",
+            str(tmp_path / "mixin_probe.py"),
+        ]
+    )
+    assert status == 1, out
+    assert '"Launching" has no attribute "topology"' in out
+    assert '"Launching" has no attribute "session"' in out  # an unannotated method too

@@ -126,7 +126,7 @@ def _break_engine_text(fault: str) -> None:
                 chunk["meta_info"] = {**chunk["meta_info"], "completion_tokens": 0}
             yield chunk
 
-    StandInGeneration._stream = stream
+    StandInGeneration._stream = stream  # type: ignore[method-assign]  # the fault itself
 
 
 def install(fault: str, replace_generates: Callable[[Callable[..., Any]], None]) -> None:

@@ -101,7 +101,7 @@ class CpuEngine(Engine):
             ],
             all_child_pids=[],
         )
-        self._weight_cache_daemon_procs = []
+        self._weight_cache_daemon_procs: list[Any] = []
         self.send_to_rpc = None
         self.loop = self._ensure_event_loop()
         logger.info("CpuEngine ready for %s (no scheduler processes)", server_args.model_path)
@@ -200,7 +200,7 @@ class CpuDiffGenerator:
         count = int(params.get("num_frames") or 1)
         height = int(params.get("height") or 32)
         width = int(params.get("width") or 32)
-        frame = np.full((height, width, 3), 200, dtype=np.uint8)
+        frame: Any = np.full((height, width, 3), 200, dtype=np.uint8)
         return _GenerationResult(frames=[frame.copy() for _ in range(count)])
 
     def shutdown(self) -> None:

@@ -95,7 +95,7 @@ def legacy_report(choice: Any) -> list[str]:
     return problems
 
 
-def _replaced_classes(choice: Any) -> dict[str, type]:
+def _replaced_classes(choice: Any) -> dict[str, Any]:
     """The release's own classes that its row's stand-ins replace."""
     found = {}
     if choice.nixl_connector:
@@ -105,7 +105,7 @@ def _replaced_classes(choice: Any) -> dict[str, type]:
     return found
 
 
-def _connector_report(legacy: Any, real: type) -> list[str]:
+def _connector_report(legacy: Any, real: Any) -> list[str]:
     """NIXL's Connector as the era's multimodal handlers use it."""
     connect = importlib.import_module("dynamo.nixl_connect")
     pairs = [
@@ -140,7 +140,7 @@ def _vision_tower_report(legacy: Any) -> list[str]:
     return problems + missing_attributes("encode_worker_handler", encode, ["AutoModel", "connect"])
 
 
-def _mm_encoder_report(real: type) -> list[str]:
+def _mm_encoder_report(real: Any) -> list[str]:
     """1.0-1.5: sglang's MMEncoder, where that release's Dynamo imports it from."""
     from workers import legacy_encoder
 
@@ -190,7 +190,7 @@ def current_report() -> list[str]:
     encoder = _load("sglang.srt.disaggregation.encoder.server.MMEncoder")
     diffusion = _load("sglang.multimodal_gen.runtime.entrypoints.diffusion_generator.DiffGenerator")
     problems: list[str] = []
-    pairs = [
+    pairs: list[tuple[str, Any, Any]] = [
         ("Engine.__init__", engine.__init__, stand_ins.CpuEngine.__init__),
         ("Engine.shutdown", engine.shutdown, stand_ins.CpuEngine.shutdown),
         (

@@ -81,7 +81,7 @@ class CpuMMEncoder018(CpuMMEncoder016):
         super().__init__(server_args, schedule_path, dist_init_method, rank)
 
 
-def for_real(real: type) -> type[CpuLegacyMMEncoder]:
+def for_real(real: Any) -> type[Any]:
     """The stand-in generation matching the installed MMEncoder's signatures."""
     encode = inspect.signature(real._encode).parameters
     if "gpu_id" in inspect.signature(real.__init__).parameters:

@@ -179,7 +179,7 @@ def _publish_runtime_context(server_args: Any) -> None:
 
 
 @functools.cache
-def legacy_engine_classes() -> tuple[type, type]:
+def legacy_engine_classes() -> tuple[Any, Any]:
     """Built on first use: they subclass the installed release's real classes."""
     from sglang.srt.entrypoints.engine import Engine
     from sglang.srt.managers.tokenizer_manager import TokenizerManager

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from importlib.metadata import version
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -81,15 +82,17 @@ def install(choice: StandInChoice) -> None:
     sglang.Engine = engine
     engine_module.Engine = engine
     if choice.nixl_connector:
-        importlib.import_module("dynamo.nixl_connect").Connector = legacy.CpuConnector
+        connect: Any = importlib.import_module("dynamo.nixl_connect")
+        connect.Connector = legacy.CpuConnector
     if choice.vision_tower:
-        importlib.import_module(ENCODE_HANDLER).AutoModel = legacy.CpuVisionTower
+        encode_handler: Any = importlib.import_module(ENCODE_HANDLER)
+        encode_handler.AutoModel = legacy.CpuVisionTower
     if choice.mm_encoder_module:
         from workers import legacy_encoder
 
-        module = importlib.import_module(choice.mm_encoder_module)
+        module: Any = importlib.import_module(choice.mm_encoder_module)
         module.MMEncoder = encoder = legacy_encoder.for_real(module.MMEncoder)
-        handler = importlib.import_module(ENCODE_HANDLER)
+        handler: Any = importlib.import_module(ENCODE_HANDLER)
         if hasattr(handler, "MMEncoder"):
             handler.MMEncoder = encoder
 

@@ -64,7 +64,7 @@ PRELOAD = (
 _SIGNALS_RESET_IN_CHILD = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-class RecordingEnviron(os._Environ):  # type: ignore[type-arg,name-defined]
+class RecordingEnviron(os._Environ):
     """os.environ that remembers which names were read (get, [], in, getenv)."""
 
     reads: set[str]

@@ -120,7 +120,9 @@ def summarise(junit: Path) -> str:
         found, _ = outcome(case)
         shown = {"failed": "FAILED", "error": "ERROR"}.get(found, found)
         properties = {p.get("name"): p.get("value") for p in case.iter("property")}
-        known = [v for k, v in properties.items() if k == "known_violation"]
+        known = [v for k, v in properties.items() if k == "known_violation" and v]
         extra = f"  (known: {'; '.join(known)})" if known else ""
-        lines.append(f"{shown:<8} {case.get('name')} {float(case.get('time', 0)):6.1f}s{extra}")
+        lines.append(
+            f"{shown:<8} {case.get('name', '?')} {float(case.get('time', 0)):6.1f}s{extra}"
+        )
     return "\n".join(lines)

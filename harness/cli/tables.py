@@ -37,7 +37,7 @@ def topologies_table(catalogue: Catalogue | None = None) -> str:
                 count = f" (x{worker.registrants} processes)" if worker.registrants != 1 else ""
                 contract = (
                     card.model_type.replace("|", "\\|") + count,
-                    card.model_input,
+                    str(card.model_input),
                     card.worker_type,
                     needs,
                     "yes" if card.public else "internal",

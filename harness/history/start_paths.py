@@ -60,8 +60,8 @@ def rows(runs: Sequence[ReleaseRun], catalogue: Catalogue) -> list[StartPathRow]
     for path in sorted(seen):
         row = StartPathRow(path)
         for run in runs:
-            problems = seen[path].get(run.release)
-            row.cells[run.release] = "" if problems is None else _cell(problems)
+            found = seen[path].get(run.release)
+            row.cells[run.release] = "" if found is None else _cell(found)
         table.append(row)
     return table
 

@@ -36,10 +36,17 @@ INCOMPATIBLE_MARKER = "Rejected incompatible workers"
 class WorkerView(Protocol):
     """What the checks need to know of a running worker."""
 
-    role: str
-    component: str
-    expected: ExpectedCard | None  # None: it must not register
-    internal_endpoint: bool  # with expected None: serves its peers, publishes no card
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def component(self) -> str: ...
+
+    @property
+    def expected(self) -> ExpectedCard | None: ...  # None: it must not register
+
+    @property
+    def internal_endpoint(self) -> bool: ...  # with expected None: serves peers, no card
 
     @property
     def pid(self) -> int: ...
@@ -57,7 +64,7 @@ class WorkerView(Protocol):
 def named(worker: WorkerView) -> str:
     """`worker 'mm-worker' (pid 123, start path init_multimodal_worker)`: the start path is
     where to read Dynamo's code."""
-    paths = ", ".join(getattr(worker, "start_paths", ())) or "?"
+    paths = ", ".join(worker.start_paths) or "?"
     return f"worker '{worker.role}' ({_identity(worker)}, start path {paths})"
 
 
@@ -331,8 +338,8 @@ def interference(
     by_id = {i.instance_id: i for i in instances}
     for card in state.cards(namespace):
         if card.instance_id not in our_ids:
-            instance = by_id.get(card.instance_id)
-            who = _who(instance, known_strays) if instance else f"instance {card.instance_id:x}"
+            owner = by_id.get(card.instance_id)
+            who = _who(owner, known_strays) if owner else f"instance {card.instance_id:x}"
             foreign.setdefault(who, []).append(card.key)
     return [
         Violation(

@@ -50,6 +50,14 @@ class FoundWorker:
         return 1
 
     @property
+    def internal_endpoint(self) -> bool:
+        return False  # a found worker serves a generate endpoint of its own
+
+    @property
+    def start_paths(self) -> tuple[str, ...]:
+        return ()  # not known from discovery
+
+    @property
     def identity(self) -> str:
         return f"instance {self.instance.instance_id:x} at {self.address}"
 

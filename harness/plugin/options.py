@@ -9,7 +9,7 @@ tier, `--inject-fault` on the GPU tier) is refused instead of silently doing not
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 
 import pytest
 
@@ -224,7 +224,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_cmdline_main(config: pytest.Config) -> Iterator[int | pytest.ExitCode | None]:
+def pytest_cmdline_main(
+    config: pytest.Config,
+) -> Generator[None, int | pytest.ExitCode | None, int | pytest.ExitCode | None]:
     """After pytest's --help: a pointer to the harness's group and its variables."""
     result = yield
     if config.option.help:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 
 import pytest
 
@@ -131,7 +131,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_collection(session: pytest.Session) -> Iterator[object]:
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
     """`...[aggregated]` with --tier gpu finds nothing: say which ids that tier has."""
     try:
         return (yield)

@@ -23,7 +23,8 @@ def render(run: RunEntry) -> str:
         "|---|---|---|---|---|",
     ]
     for deployment in run.deployments:
-        for worker in deployment.workers or [None]:
+        shown: list[WorkerEntry | None] = [*deployment.workers] or [None]
+        for worker in shown:
             lines.append(_row(deployment, worker))
     problems = [d for d in run.deployments if d.violations or d.known]
     if problems:

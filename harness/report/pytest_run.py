@@ -124,7 +124,10 @@ class RunReport:
             outcome=FAILED if failed else (PASSED if ran else NO_TESTS),
             tests=list(self.tests.values()),
             deployments=[deployment_from_dict(d) for d in self.deployments],
-            **self.describe,
+            release=self.describe["release"],
+            tier=self.describe["tier"],
+            infra=self.describe["infra"],
+            spawn=self.describe["spawn"],
         )
         out = report_dir(self.config)
         write_reports(run, out)

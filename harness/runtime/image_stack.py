@@ -25,7 +25,12 @@ def canonical(name: str) -> str:
 def installed(paths: list[str] | None = None) -> dict[str, importlib.metadata.Distribution]:
     """Distributions by canonical name (the first on the path wins, as for imports)."""
     found: dict[str, importlib.metadata.Distribution] = {}
-    for dist in importlib.metadata.distributions(**({"path": paths} if paths else {})):
+    dists = (
+        importlib.metadata.distributions(path=paths)
+        if paths
+        else importlib.metadata.distributions()
+    )
+    for dist in dists:
         name = dist.metadata["Name"]
         if name:
             found.setdefault(canonical(name), dist)

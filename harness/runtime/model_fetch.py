@@ -16,10 +16,14 @@ import io
 import os
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harness.model.catalogue import DEFAULT_CATALOGUE, Catalogue
 from harness.model.topology import Scenario
 from harness.runtime import gpu_session, gpus
+
+if TYPE_CHECKING:
+    import pytest
 from harness.runtime.models import ModelNeed, apply_overrides, fetched_whole, hf_hub_cache
 
 
@@ -27,7 +31,7 @@ class _Collector:
     def __init__(self) -> None:
         self.scenarios: list[Scenario] = []
 
-    def pytest_collection_finish(self, session) -> None:  # type: ignore[no-untyped-def]
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
             scenario = item.callspec.params.get("scenario") if hasattr(item, "callspec") else None
             if isinstance(scenario, Scenario):

@@ -94,7 +94,7 @@ class DockerProvider:
                 .with_startup_timeout(READY_TIMEOUT_S)
             )
         )
-        container.ports["2379/tcp"] = ("127.0.0.1", host_port)  # type: ignore[assignment]
+        container.ports["2379/tcp"] = ("127.0.0.1", host_port)
         self._containers.append(container)
         container.start()
         return f"http://127.0.0.1:{host_port}"
@@ -103,7 +103,7 @@ class DockerProvider:
         from testcontainers.community.nats import NatsContainer
 
         container = NatsContainer(NATS_IMAGE, jetstream=True, ready_timeout_secs=READY_TIMEOUT_S)
-        container.ports = {"4222/tcp": ("127.0.0.1", host_port)}  # type: ignore[dict-item]
+        container.ports = {"4222/tcp": ("127.0.0.1", host_port)}
         self._containers.append(container)
         container.start()
         return f"nats://127.0.0.1:{host_port}"
