@@ -106,6 +106,42 @@ def test_bad_cli_input_is_one_usage_error(args, says):
     _assert_one_usage_error(result, says, ": error: ")
 
 
+# Commands that say their own name instead of argparse's "error:" (they judge or start things).
+OWN_WORDS_CASES = [
+    ("up-unknown-topology", ["up", "nope"], "harness up: ", "unknown topology 'nope'"),
+    ("up-unknown-fault", ["up", "aggregated", "--inject-fault", "worker=x"], "harness up: ", "x"),
+    (
+        "audit-negative-grace",
+        ["audit", "--etcd", "http://127.0.0.1:1", "--grace", "-1"],
+        "audit: ",
+        "--grace -1",
+    ),
+    (
+        "audit-unknown-topology",
+        ["audit", "--etcd", "http://127.0.0.1:1", "--topology", "nope"],
+        "audit: ",
+        "no topology 'nope'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "prefix", "says"),
+    [pytest.param(args, prefix, says, id=name) for name, args, prefix, says in OWN_WORDS_CASES],
+)
+def test_every_command_gives_bad_input_the_same_exit_code(args, prefix, says):
+    """up and audit too: 4, one line (they answered 2 before)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=session_env(),
+    )
+    _assert_one_usage_error(result, says, prefix)
+
+
 def test_an_empty_selection_leaves_the_report_alone():
     report = ROOT / "reports" / "conformance.xml"
     before = report.stat().st_mtime_ns if report.exists() else None

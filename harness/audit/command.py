@@ -1,6 +1,7 @@
 """`python -m harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace NS]
 [--grace S] [--probe] [--release V] [--topology NAME] [--report-dir DIR]`: exit 0
-conformant, 1 violations, 2 usage error or an unreachable store or frontend (one line)."""
+conformant, 1 violations, 4 (every command's usage error) for bad input or a store or frontend
+that does not answer (one line)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from harness.audit.frontend import read_frontend
 from harness.audit.observe import Observed, Unreachable, observe, open_source
+from harness.common.exits import USAGE_ERROR
 from harness.judge.discovered import AuditedDeployment, FrontendView, judge_discovery
 from harness.model import catalogue as catalogue_module
 from harness.model.topology import Topology, UnsupportedRelease
@@ -20,7 +22,7 @@ from harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry
 from harness.report.observed import card_fields, from_audit
 from harness.runtime import dynamo_env
 
-CONFORMANT, VIOLATIONS, UNUSABLE = 0, 1, 2
+CONFORMANT, VIOLATIONS, UNUSABLE = 0, 1, USAGE_ERROR
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:

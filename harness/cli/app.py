@@ -20,11 +20,10 @@ from typing import NoReturn
 from harness.audit import command as audit_command
 from harness.cli import conformance, models
 from harness.cli.tables import catalogue_doc, gpu_table, topologies_table
+from harness.common.exits import USAGE_ERROR
 from harness.model import catalogue as catalogue_module
 from harness.runtime.tier import GPU, TIERS
 from harness.up import command as up_command
-
-USAGE_ERROR = 4  # as pytest's: bad input, nothing started
 
 
 class UsageParser(argparse.ArgumentParser):

@@ -16,13 +16,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from harness.common.exits import USAGE_ERROR
 from harness.history import html, releases, start_paths, table
 from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, environment_for, run_release
 from harness.model.catalogue import Catalogue
 from harness.report.merge import write_merged_reports
 from harness.runtime import dynamo_env
 
-USAGE_ERROR = 4
 _say_lock = threading.Lock()
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sys
 import tempfile
 import threading
 from pathlib import Path
 
+from harness.common.exits import USAGE_ERROR
 from harness.deployment import Deployment, Settings
 from harness.deployment.session_setup import standalone_session
 from harness.model import catalogue as catalogue_module
@@ -23,8 +25,6 @@ from harness.processes import ports
 from harness.processes.infra import PROVIDERS, InfraUnavailable
 from harness.processes.managed import install_cleanup_handlers
 from harness.runtime import dynamo_env, spawn, tier, usage
-
-USAGE_ERROR = 2
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -63,7 +63,7 @@ def up_command(args: argparse.Namespace) -> int:
             ports.use_range(args.port_range)
         mode = spawn.spawn_mode(args.spawn, chosen, dynamo_env.active().own)
     except (KeyError, ValueError, LookupError) as bad:
-        print(f"harness up: {bad.args[0] if bad.args else bad}", flush=True)
+        print(f"harness up: {bad.args[0] if bad.args else bad}", file=sys.stderr, flush=True)
         return USAGE_ERROR
     stop = threading.Event()
     install_cleanup_handlers()  # atexit: nothing left even on an unexpected exit
@@ -84,7 +84,7 @@ def up_command(args: argparse.Namespace) -> int:
             finally:
                 deployment.stop()
     except InfraUnavailable as missing:
-        print(f"harness up: {missing}", flush=True)
+        print(f"harness up: {missing}", file=sys.stderr, flush=True)
         return USAGE_ERROR
     print("harness up: stopped; every process it started has exited", flush=True)
     return 0
