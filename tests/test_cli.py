@@ -39,8 +39,11 @@ def test_models_list_exits_0_with_a_status_column_once(tmp_path):
     empty = {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
     listed = _harness("models", "list", "rerank", env=empty)
     assert listed.returncode == 0, listed.stdout + listed.stderr
-    rows = [line for line in listed.stdout.splitlines() if "topology 'rerank'" in line]
+    rows = [line for line in listed.stdout.splitlines() if "(rerank/rerank)" in line]
     assert len(rows) == 1 and rows[0].startswith("MISSING "), listed.stdout
+    # The one listing: -m's selection prints the same rows.
+    selected = _harness("models", "list", "-m", "gpu_1 and not nightly", env=empty)
+    assert rows[0] in selected.stdout.splitlines(), selected.stdout
     assert listed.stderr == ""  # printed once
     checked = _harness("models", "list", "--check", "rerank", env=empty)
     assert checked.returncode == 1, checked.stdout + checked.stderr

@@ -189,7 +189,7 @@ def test_dry_run_lists_only_those_models_with_sizes_and_fetches_nothing(hf_home)
         env={**os.environ, "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""},
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    listed = {line.split(":")[0].strip() for line in result.stdout.splitlines() if "GiB (" in line}
+    listed = {line.split()[1].rstrip(":") for line in result.stdout.splitlines() if "GiB (" in line}
     wanted = {GPU_MODELS[k] for k in ("text", "embedding", "rerank", "vision-language", "lora")}
     assert listed == wanted, result.stdout
     assert "catalogue estimate" in result.stdout
