@@ -32,6 +32,7 @@ from harness.model.violations import (
     ContractFailure,
 )
 from harness.plugin import topology_param
+from harness.plugin.session import FAULTS_KEY
 from harness.processes import ports
 from harness.runtime.spawn import FRESH
 from scenarios.catalogue import AGGREGATED, CATALOGUE, MM_ENCODE_PD
@@ -42,12 +43,19 @@ UP_DEADLINE_S = 180.0
 
 
 @pytest.fixture
-def deployed(harness_session: Session) -> Iterator[Callable[..., Deployment]]:
+def deployed(
+    harness_session: Session, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Deployment]]:
     """Start a topology as the deploy fixture does, readiness decided but not raised (an
-    injected fault is what the audit must find), stopped after the test."""
+    injected fault is what the audit must find), stopped after the test. Without faults of
+    its own, the run's --inject-fault ones for its roles, as `deploy` takes them."""
     started: list[Deployment] = []
+    injected = request.config.stash[FAULTS_KEY]
 
     def start(topology, faults=None, **options) -> Deployment:
+        if faults is None:
+            roles = {w.role for w in topology.workers}
+            faults = {role: fault for role, fault in injected.items() if role in roles}
         deployment = Deployment(topology, harness_session, faults=faults, strict=True, **options)
         started.append(deployment)
         deployment.start()
@@ -153,12 +161,12 @@ def test_audit_names_the_mm_worker_that_never_registered(deployed, capsys, tmp_p
 
 
 @pytest.mark.pre_merge
-def test_an_unreachable_store_or_frontend_is_exit_2_with_one_line(capsys, infra_endpoints):
+def test_an_unreachable_store_or_frontend_is_exit_4_with_one_line(capsys, infra_endpoints):
     closed = ports.allocate_one()
     try:
         code = main(["audit", "--etcd", f"http://127.0.0.1:{closed}"])
         err = capsys.readouterr().err
-        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert code == 4 and len(err.strip().splitlines()) == 1, err
         code = main(
             [
                 "audit",
@@ -171,7 +179,7 @@ def test_an_unreachable_store_or_frontend_is_exit_2_with_one_line(capsys, infra_
             ]
         )
         err = capsys.readouterr().err
-        assert code == 2 and len(err.strip().splitlines()) == 1 and "frontend" in err, err
+        assert code == 4 and len(err.strip().splitlines()) == 1 and "frontend" in err, err
     finally:
         ports.release([closed])
 
@@ -185,7 +193,7 @@ CPU_TOPOLOGIES = [t for t in CATALOGUE if t.cpu_skip is None]
 )
 def test_every_topology_audits_conformant(topology, deployed, capsys, tmp_path):
     deployment = deployed(topology)
-    assert not deployment.found, deployment.found
+    deployment.verify()  # a readiness failure is raised with the harness's diagnosis
     code, out = etcd_audit(capsys, deployment, tmp_path, "--probe")
     assert code == 0, out
 
@@ -231,7 +239,10 @@ def test_each_skipped_registration_is_named_as_the_self_test_names_it(
     topology, role, deployed, capsys, tmp_path
 ):
     deployment = deployed(topology, faults={role: "skip-registration"})
-    assert {v.role for v in deployment.found if v.kind == NEVER_REGISTERED} == {role}
+    found = deployment.verdict().violations
+    assert {v.role for v in found if v.kind == NEVER_REGISTERED} == {role}, ContractFailure(
+        topology.name, list(found)
+    )
     code, out = etcd_audit(capsys, deployment, tmp_path)
     assert code == 1 and _named(out, roles_seen_by_discovery(topology, role)), out
     assert "needs-not-met" not in out  # the peer's unmet need is this same finding

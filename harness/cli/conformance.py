@@ -18,8 +18,8 @@ import pytest
 
 from harness.history.run import CONFORMANCE_TEST, CONFORMANCE_TESTS, ROOT, outcome
 from harness.model import catalogue as catalogue_module
-from harness.plugin.session import topology_of
 from harness.report import default_report_dir, remove_reports
+from harness.report.pytest_run import COMMAND_KEY
 
 REPORT = ROOT / "reports" / "conformance.xml"  # HARNESS_REPORT_DIR moves it (and the others)
 HELP = f"""\
@@ -37,6 +37,16 @@ own pytest options and environment variables: `pytest --help` (group "discovery 
 """
 
 
+class _ReportCommand:
+    """Names the user's command (and the JUnit file kept) in the report, not the draft."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.stash[COMMAND_KEY] = self.command
+
+
 class _OnlyTopologies:
     """A pytest plugin keeping only the tests of the named topologies (any tier's ids)."""
 
@@ -44,6 +54,10 @@ class _OnlyTopologies:
         self.names = names
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
+        # Imported here, once pytest loaded the plugin itself: imported before pytest.main,
+        # its modules could not be assertion-rewritten (pytest warned about each).
+        from harness.plugin.session import topology_of
+
         keep = [i for i in items if getattr(topology_of(i), "name", None) in self.names]
         dropped = [item for item in items if item not in keep]
         if dropped:
@@ -78,12 +92,16 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
             f"--topology {', '.join(sorted(names - known))}: no such topology; known: "
             + ", ".join(sorted(known))
         )
-    plugins = [_OnlyTopologies(names)] if names else []
     reports = default_report_dir()
     report = reports / REPORT.name
     reports.mkdir(parents=True, exist_ok=True)
     remove_reports(reports)  # even pytest's own usage errors leave no older report
     report.unlink(missing_ok=True)
+    command = " ".join(
+        ["python -m harness conformance", *(f"--topology {n}" for n in args.topology), *extra]
+    )
+    plugins: list[object] = [_ReportCommand(f"{command} (JUnit report: {report})")]
+    plugins += [_OnlyTopologies(names)] if names else []
     handle, draft_name = tempfile.mkstemp(prefix=".conformance-", suffix=".xml", dir=reports)
     os.close(handle)
     draft = Path(draft_name)

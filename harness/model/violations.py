@@ -34,6 +34,9 @@ class Violation:
     def __str__(self) -> str:
         return f"[{self.kind}] {self.message}"
 
+    # A list of violations in a failing assertion reads as the violations, not as fields.
+    __repr__ = __str__
+
 
 class ContractFailure(AssertionError):
     """Raised with every violation found, so one run shows all that is wrong: first each

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from harness.common.markdown import row
 from harness.report.model import DeploymentEntry, RunEntry, WorkerEntry
 
 FIRST_ANSWER = "first-answer"
@@ -46,7 +47,7 @@ def render(run: RunEntry) -> str:
 
 def _row(deployment: DeploymentEntry, worker: WorkerEntry | None) -> str:
     if worker is None:
-        return f"| {deployment.topology} | - | {_verdict(deployment.verdict)} | - | - |"
+        return row(deployment.topology, "-", _verdict(deployment.verdict), "-", "-")
     observed = worker.observed
     card = (
         ", ".join(
@@ -58,7 +59,7 @@ def _row(deployment: DeploymentEntry, worker: WorkerEntry | None) -> str:
     verdict = "FAILED" if worker.failed else _verdict(deployment.verdict, worker=True)
     answer = first_answer_seconds(deployment, worker)
     shown = f"{answer:.2f} s" if answer is not None else "-"
-    return f"| {deployment.topology} | {worker.role} | {verdict} | {card} | {shown} |"
+    return row(deployment.topology, worker.role, verdict, card, shown)
 
 
 def _verdict(verdict: str, worker: bool = False) -> str:

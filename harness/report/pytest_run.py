@@ -21,6 +21,9 @@ from harness.report.files import default_report_dir, remove_reports, write_repor
 from harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry, deployment_from_dict
 
 DESELECTED = "deselected"
+# The command a report names, where the run was started by a harness command rather than
+# pytest itself (conformance: the user's command and the JUnit file it keeps, not its draft).
+COMMAND_KEY = pytest.StashKey[str]()
 DEPLOYMENT_REPORT, TIMELINE_ROW, KNOWN_VIOLATION = (
     "deployment_report",
     "timeline_row",
@@ -117,7 +120,9 @@ class RunReport:
         failed = any(t["outcome"] in ("failed", "error") for t in self.tests.values())
         ran = any(t["outcome"] not in ("skipped", DESELECTED) for t in self.tests.values())
         run = RunEntry(
-            command="pytest " + " ".join(self.config.invocation_params.args),
+            command=self.config.stash.get(
+                COMMAND_KEY, "pytest " + " ".join(self.config.invocation_params.args)
+            ),
             started_at=self.started,
             finished_at=time.time(),
             host=socket.gethostname(),
