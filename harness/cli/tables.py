@@ -114,11 +114,18 @@ def releases_table(catalogue: Catalogue | None = None) -> str:
 def known_violations_table(catalogue: Catalogue | None = None) -> str:
     """Every violation a release is declared to show: reported, not failed."""
     catalogue = catalogue or catalogue_module.load()
-    lines = ["| topology | violation | ai-dynamo | why it is known |", "|---|---|---|---|"]
+    lines = [
+        "| topology | violation | ai-dynamo | excused | why it is known | upstream |",
+        "|---|---|---|---|---|---|",
+    ]
     for topology in catalogue.topologies:
         for known in topology.known_violations:
             versions = ", ".join(known.dynamo_versions)
-            lines.append(row(topology.name, f"`{known.kind}`", versions, known.reason))
+            window = known.window.describe() if known.window else "always"
+            cites = ", ".join(known.cites) or "-"
+            lines.append(
+                row(topology.name, f"`{known.kind}`", versions, window, known.reason, cites)
+            )
     return "\n".join(lines)
 
 

@@ -11,7 +11,7 @@ while it runs; `disruption`, `lora` and `fingerprint` what tests do with one (th
 `core`, never this package's `__init__`).
 """
 
-from harness.deployment.core import Deployment, dynamo_version
+from harness.deployment.core import Deployment
 from harness.deployment.options import (
     ETCD,
     FILE,
@@ -43,5 +43,4 @@ __all__ = [
     "Session",
     "Settings",
     "Worker",
-    "dynamo_version",
 ]

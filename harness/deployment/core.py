@@ -32,6 +32,7 @@ from harness.discovery.sources import FileSource
 from harness.judge import checks
 from harness.judge import deployment as judged
 from harness.judge.verdict import Verdict, set_aside_known
+from harness.model.events import Events
 from harness.model.records import ModelCard
 from harness.model.topology import Scenario, Topology, WorkerSpec
 from harness.model.violations import (
@@ -83,6 +84,7 @@ class Deployment:
         self._milestones: dict[str, LogMilestones] = {}
         self._ready_known: tuple[tuple[Violation, str], ...] = ()
         self._verdict: Verdict | None = None
+        self.events = Events()  # moments a known violation's window starts from
         self.verdict_at: float | None = None  # wall time of the verdict (the report's mark)
 
     @property
@@ -280,9 +282,9 @@ class Deployment:
         self, violations: list[Violation], known: tuple[tuple[Violation, str], ...] = ()
     ) -> Verdict:
         """Set aside the violations this Dynamo release is declared to show (unless strict)."""
-        verdict = set_aside_known(
-            violations, self.topology.known_violations, dynamo_version(), self.plan.strict
-        )
+        release = dynamo_env.active().version  # the release the run drives
+        known_here = self.topology.known_violations
+        verdict = set_aside_known(violations, known_here, release, self.plan.strict, self.events)
         return Verdict(verdict.violations, (*known, *verdict.known))
 
     def _settle(self, verdict: Verdict) -> None:
@@ -388,8 +390,3 @@ class Deployment:
             self.observer.stop()
         self.processes.stop()
         self.client.close()
-
-
-def dynamo_version() -> str:
-    """The release the run drives (see harness.runtime.dynamo_env)."""
-    return dynamo_env.active().version

@@ -114,6 +114,10 @@ def come_back(deployment: Deployment, role: str, within_s: float, requests: int 
         listed = await_listing(
             deployment.client.base_url, deployment.model_name, True, Deadline(within_s)
         )
+    if listed is not None:  # a known violation's window may start here
+        deployment.events.note(
+            relisted_after_restart(role), time.time() - (time.monotonic() - listed)
+        )
     kind = deployment.topology.requests[0]
     replies = [deployment.send(kind) for _ in range(requests)]
     return Return(
@@ -123,6 +127,11 @@ def come_back(deployment: Deployment, role: str, within_s: float, requests: int 
         replies=replies,
         statuses=prober.statuses,
     )
+
+
+def relisted_after_restart(role: str) -> str:
+    """The event come_back records once the model is listed again after `role` restarted."""
+    return f"relisted after restarting {role}"
 
 
 class _Prober:

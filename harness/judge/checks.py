@@ -302,6 +302,7 @@ def bad_exchanges(exchanges: list[Exchange]) -> list[Violation]:
                 None,
                 f"{len(unavailable)} response(s) with 503 after the topology was ready:\n"
                 + "\n".join(f"    {e.describe()}" for e in unavailable),
+                at=tuple(e.wall_time for e in unavailable),
             )
         )
     errors = [e for e in after if e.status >= 400 and e.status != 503]

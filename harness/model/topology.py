@@ -9,16 +9,39 @@ from harness.model.contract import ExpectedCard
 
 
 @dataclass(frozen=True, kw_only=True)
+class KnownWindow:
+    """Where a known violation is excused: only what happened within `seconds` after an event
+    the deployment recorded (its name, see harness.model.events). The same violation outside
+    that window, or with no time to place it, fails like any other."""
+
+    after: str  # e.g. "relisted after restarting prefill"
+    seconds: float
+
+    def covers(self, at: tuple[float, ...], events: tuple[float, ...]) -> bool:
+        """Every occurrence lies within the window after one of the event's times."""
+        return bool(at) and all(
+            any(0 <= stamp - start <= self.seconds for start in events) for stamp in at
+        )
+
+    def describe(self) -> str:
+        return f"within {self.seconds:g} s after '{self.after}'"
+
+
+@dataclass(frozen=True, kw_only=True)
 class KnownViolation:
     """A violation a Dynamo release is known to show for a topology: reported, not failed.
 
     Like a conformance profile: the release declares what it does not (yet) meet, so the
-    suite stays green on it while every report still shows the finding.
+    suite stays green on it while every report still shows the finding. With a `window`, only
+    inside it (an intermittent violation of a measured, cited window); `cites` names the
+    upstream threads it matches.
     """
 
     kind: str
     dynamo_versions: tuple[str, ...]
     reason: str
+    window: KnownWindow | None = None
+    cites: tuple[str, ...] = ()
 
     def applies_to(self, dynamo_version: str) -> bool:
         return dynamo_version in self.dynamo_versions

@@ -99,6 +99,12 @@ def topology_problems(topology: Topology) -> list[str]:
         "be told apart)"
         for c in _twice(unpinned)
     ]
+    problems += [
+        f"{name}: known violation '{k.kind}' has a window of {k.window.seconds:g} s (more than "
+        "0, measured)"
+        for k in topology.known_violations
+        if k.window is not None and k.window.seconds <= 0
+    ]
     problems += _needs(topology, topology.workers, "")
     for era in topology.eras:
         if era.workers:

@@ -30,6 +30,9 @@ class Violation:
     # What backs it up at length (a worker's log lines and the log's path): printed after
     # every violation's message, so the first screen of a failure is the violations.
     evidence: str = ""
+    # When it happened (wall times of each occurrence, e.g. each 503's answer): what a known
+    # violation's window is checked against; () where no single moment applies.
+    at: tuple[float, ...] = ()
 
     def __str__(self) -> str:
         return f"[{self.kind}] {self.message}"
