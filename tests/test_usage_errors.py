@@ -95,7 +95,11 @@ CLI_CASES = [
     ("args", "says"), [pytest.param(args, says, id=name) for name, args, says in CLI_CASES]
 )
 def test_bad_cli_input_is_one_usage_error(args, says):
-    result = subprocess.run(
+    _assert_one_usage_error(_harness(*args), says, ": error: ")
+
+
+def _harness(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "harness", *args],
         cwd=ROOT,
         capture_output=True,
@@ -103,7 +107,6 @@ def test_bad_cli_input_is_one_usage_error(args, says):
         timeout=60,
         env=session_env(),
     )
-    _assert_one_usage_error(result, says, ": error: ")
 
 
 # Commands that say their own name instead of argparse's "error:" (they judge or start things).
@@ -131,15 +134,7 @@ OWN_WORDS_CASES = [
 )
 def test_every_command_gives_bad_input_the_same_exit_code(args, prefix, says):
     """up and audit too: 4, one line (they answered 2 before)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=session_env(),
-    )
-    _assert_one_usage_error(result, says, prefix)
+    _assert_one_usage_error(_harness(*args), says, prefix)
 
 
 def test_an_empty_selection_leaves_the_report_alone():
