@@ -23,8 +23,9 @@ from pathlib import Path
 
 from harness.common.deadline import Deadline
 from harness.deployment import Deployment, Settings
-from harness.deployment.disruption import come_back, depart, relisted_after_restart
+from harness.deployment.disruption import come_back, depart
 from harness.deployment.session_setup import standalone_session
+from harness.model.events import relisted_after_restart
 from harness.processes.infra.local_process import LocalProcessProvider
 from harness.processes.managed import install_cleanup_handlers, without_colours
 from harness.runtime.model_source import TinyModels

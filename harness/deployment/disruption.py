@@ -21,6 +21,7 @@ import httpx
 from harness.common.deadline import Deadline
 from harness.deployment.core import Deployment
 from harness.deployment.listing import await_listing
+from harness.model.events import relisted_after_restart
 from harness.serving.http_client import RecordingClient
 from harness.serving.requests import Reply, send
 
@@ -127,11 +128,6 @@ def come_back(deployment: Deployment, role: str, within_s: float, requests: int 
         replies=replies,
         statuses=prober.statuses,
     )
-
-
-def relisted_after_restart(role: str) -> str:
-    """The event come_back records once the model is listed again after `role` restarted."""
-    return f"relisted after restarting {role}"
 
 
 class _Prober:

@@ -7,6 +7,11 @@ import time
 from dataclasses import dataclass, field
 
 
+def relisted_after_restart(role: str) -> str:
+    """The event recorded once the model is listed again after `role` restarted."""
+    return f"relisted after restarting {role}"
+
+
 @dataclass
 class Events:
     _at: dict[str, list[float]] = field(default_factory=dict)
