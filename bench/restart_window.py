@@ -14,9 +14,13 @@ Nothing here asserts.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import statistics
+import subprocess
+import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,14 +39,15 @@ from scenarios.catalogue import by_name
 
 @dataclass(frozen=True)
 class RunFigures:
+    unlisted_s: float | None  # stop -> the model unlisted (None: still listed at the restart)
     listed_s: float | None  # restart -> listed again
     statuses: tuple[int, ...]  # the requests after the listing
     refused_after_s: tuple[float, ...]  # each refusal's answer, seconds after the listing
     log: str  # the frontend's lines around the first refusal ("" without one)
 
 
-def one_run(deployment: Deployment, role: str, requests: int) -> RunFigures:
-    depart(deployment, role, signal.SIGTERM, within_s=20)
+def one_run(deployment: Deployment, role: str, requests: int, gone_s: float) -> RunFigures:
+    gone = depart(deployment, role, signal.SIGTERM, within_s=gone_s)
     back = come_back(deployment, role, within_s=30, requests=requests)
     listed_at = deployment.events.last(relisted_after_restart(role))
     refused = [r for r in back.replies if r.status != 200]
@@ -53,6 +58,7 @@ def one_run(deployment: Deployment, role: str, requests: int) -> RunFigures:
         if listed_at and e.wall_time >= listed_at
     )
     return RunFigures(
+        unlisted_s=gone.unlisted_s,
         listed_s=back.listed_s,
         statuses=tuple(r.status for r in back.replies),
         refused_after_s=after,
@@ -72,6 +78,18 @@ def _around_refusal(log: str, before: int = 6, after: int = 4) -> str:
     return "\n".join(lines[max(0, hit - before) : hit + after])
 
 
+@contextlib.contextmanager
+def busy(count: int) -> Iterator[None]:
+    """`count` processes spinning on a core each until the block ends (stopped by pid)."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -80,6 +98,21 @@ def main() -> None:
     parser.add_argument("--role", default="prefill")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--requests", type=int, default=5)
+    parser.add_argument(
+        "--stopped-for",
+        type=float,
+        default=15.0,
+        metavar="S",
+        help="wait at most S s for the stopped worker's keys and listing to go before the "
+        "restart (the edge test's 15 s; less restarts it while the model is still listed)",
+    )
+    parser.add_argument(
+        "--load",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N busy processes beside the runs (a CI machine running other tests at once)",
+    )
     args = parser.parse_args()
     install_cleanup_handlers()
     topology = by_name(args.topology)
@@ -96,16 +129,19 @@ def main() -> None:
         )
         assert session.spawner is not None
         session.spawner.wait_ready(Deadline(300))
+        stack.enter_context(busy(args.load))
         for run in range(1, args.runs + 1):
             deployment = Deployment(topology, session)
             try:
                 deployment.start().await_ready()
-                result = one_run(deployment, args.role, args.requests)
+                result = one_run(deployment, args.role, args.requests, args.stopped_for)
             finally:
                 session.stops.submit(deployment.namespace, deployment.stop)
             figures.append(result)
             print(
-                f"run {run:>3}: listed again after {result.listed_s or float('nan'):.2f} s; "
+                f"run {run:>3}: unlisted after "
+                + (f"{result.unlisted_s:.1f} s" if result.unlisted_s else "- (still listed)")
+                + f"; listed again after {result.listed_s or float('nan'):.2f} s; "
                 f"statuses {list(result.statuses)}"
                 + (f"; 503 at +{list(result.refused_after_s)} s" if result.refused_after_s else ""),
                 flush=True,
@@ -120,7 +156,8 @@ def main() -> None:
     latest = max((t for f in figures for t in f.refused_after_s), default=None)
     listed = [f.listed_s for f in figures if f.listed_s is not None]
     print(
-        f"\n{args.topology}/{args.role} restarted {len(figures)} times: {refused_runs} run(s) "
+        f"\n{args.topology}/{args.role} restarted {len(figures)} times beside {args.load} busy "
+        f"process(es): {refused_runs} run(s) "
         f"with a refusal ({refused_runs / len(figures):.0%}), {refused} of {total} requests "
         f"({refused / total:.0%}); latest refusal {latest if latest is not None else '-'} s "
         f"after the listing; listed again after a median {statistics.median(listed):.2f} s"

@@ -21,15 +21,17 @@ from harness.model.contract import (
     VIDEOS,
     ExpectedCard,
 )
+from harness.model.events import relisted_after_restart
 from harness.model.topology import (
     GpuProfile,
     KnownViolation,
+    KnownWindow,
     Placement,
     Topology,
     WorkerPlacement,
     WorkerSpec,
 )
-from harness.model.violations import LISTED_EARLY
+from harness.model.violations import LISTED_EARLY, STATUS_503
 from scenarios import eras
 
 # The GPU tier's model per asset key; defaults follow Dynamo's own sglang GPU tests and fit a
@@ -151,9 +153,28 @@ AGGREGATED = Topology(
     gpu=_alone("worker", vram_gib=3.7),
 )
 
+# Finding 8 (README): after a prefill worker restarts, 1.6.1 lists the model again when the
+# prefill group is committed and activates the prefill route just after, in the background;
+# a request in between gets 503. Intermittent: excused only in the window after the listing.
+PREFILL_RESTART_503 = KnownViolation(
+    kind=STATUS_503,
+    dynamo_versions=("1.6.1",),
+    reason="after the prefill worker restarts, the model is listed again ('Committed "
+    "discovered model group') before the frontend's 'Prefill router target activated'; a "
+    "request in between gets 503 (measured: 1 of 2 clean CI runs, one of the five requests "
+    "after the listing; 0 of 30 restarts here, quiet or beside two busy processes, where the "
+    "activation follows the commit by ~2 ms)",
+    window=KnownWindow(after=relisted_after_restart("prefill"), seconds=2.0),
+    cites=(
+        "ai-dynamo/dynamo#14606 (open: a hop still activating is reported available)",
+        "ai-dynamo/dynamo#10740 (prefill router lifecycle Pending / Active / Unavailable)",
+    ),
+)
+
 DISAGGREGATED = Topology(
     name="disaggregated",
     eras=eras.DISAGGREGATED_ERAS,
+    known_violations=(PREFILL_RESTART_503,),
     workers=(
         WorkerSpec(
             role="prefill",
