@@ -1,3 +1,3 @@
 """Loads the harness's pytest plugin for every test under this project."""
 
-pytest_plugins = ["harness.plugin"]
+pytest_plugins = ["discovery_harness.plugin"]

@@ -32,17 +32,17 @@ from pathlib import Path
 import psutil
 
 from bench.results import RESULTS, Results
-from harness.common.deadline import Deadline
-from harness.deployment import Deployment, Session, Settings
-from harness.deployment.session_setup import standalone_session
-from harness.discovery.observer import DiscoveryObserver
-from harness.model.topology import Topology
-from harness.processes.infra.local_process import LocalProcessProvider
-from harness.processes.managed import install_cleanup_handlers
-from harness.runtime import dynamo_env
-from harness.runtime.model_source import TinyModels
-from harness.runtime.spawn import FRESH, ZYGOTE
-from scenarios.catalogue import CATALOGUE, by_name
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.deployment import Deployment, Session, Settings
+from discovery_harness.deployment.session_setup import standalone_session
+from discovery_harness.discovery.observer import DiscoveryObserver
+from discovery_harness.model.topology import Topology
+from discovery_harness.processes.infra.local_process import LocalProcessProvider
+from discovery_harness.processes.managed import install_cleanup_handlers
+from discovery_harness.runtime import dynamo_env
+from discovery_harness.runtime.model_source import TinyModels
+from discovery_harness.runtime.spawn import FRESH, ZYGOTE
+from discovery_harness_scenarios.catalogue import CATALOGUE, by_name
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -130,7 +130,8 @@ def suite_wall_time(args: list[str]) -> tuple[float, float, str]:
 
 
 def start_session(stack: ExitStack) -> Session:
-    """The session the harness's own tools use (harness.deployment.session_setup), with local
+    """The session the harness's own tools use (discovery_harness.deployment.session_setup), with
+    local
     etcd and NATS, the tiny models and the worker template, waited for and described."""
     workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
     settings = Settings(spawn=ZYGOTE)

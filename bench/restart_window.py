@@ -25,16 +25,16 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.common.deadline import Deadline
-from harness.deployment import Deployment, Settings
-from harness.deployment.disruption import come_back, depart
-from harness.deployment.session_setup import standalone_session
-from harness.model.events import relisted_after_restart
-from harness.processes.infra.local_process import LocalProcessProvider
-from harness.processes.managed import install_cleanup_handlers, without_colours
-from harness.runtime.model_source import TinyModels
-from harness.runtime.spawn import ZYGOTE
-from scenarios.catalogue import by_name
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.deployment import Deployment, Settings
+from discovery_harness.deployment.disruption import come_back, depart
+from discovery_harness.deployment.session_setup import standalone_session
+from discovery_harness.model.events import relisted_after_restart
+from discovery_harness.processes.infra.local_process import LocalProcessProvider
+from discovery_harness.processes.managed import install_cleanup_handlers, without_colours
+from discovery_harness.runtime.model_source import TinyModels
+from discovery_harness.runtime.spawn import ZYGOTE
+from discovery_harness_scenarios.catalogue import by_name
 
 
 @dataclass(frozen=True)

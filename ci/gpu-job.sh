@@ -42,7 +42,7 @@ gpu_count() {
 GPUS="$(gpu_count)"
 MARKS="${MARKS:-e2e and gpu_$GPUS and not nightly}"
 if [ -n "${ETCD_ENDPOINTS:-}" ] && [ -n "${NATS_SERVER:-}" ]; then INFRA=external; else INFRA=process; fi
-HARNESS=("$VENV/bin/python" -m harness)
+HARNESS=("$VENV/bin/python" -m discovery_harness)
 
 preflight() {
   log "preflight (image, driver, GPUs, versions, etcd/NATS, writable places)"
@@ -56,7 +56,7 @@ preflight() {
     log "etcd and NATS: the image's own ($(etcd --version | head -1); $(nats-server --version))"
   fi
   # Standard library only: it runs before anything is installed.
-  (cd "$ROOT" && "$PY" -m harness.runtime.preflight "${extra[@]}" \
+  (cd "$ROOT" && "$PY" -m discovery_harness.runtime.preflight "${extra[@]}" \
     --writable "work=$WORK" --writable "reports=$REPORTS" \
     --writable "hf-cache=${HF_HOME:-$HOME/.cache/huggingface}") || die "preflight"
 }
@@ -65,7 +65,7 @@ install() {
   log "install: the harness's libraries into $VENV (system site packages visible, never replaced)"
   mkdir -p "$WORK"
   "$PY" -m venv --system-site-packages --without-pip --clear "$VENV" || die "python3 -m venv"
-  (cd "$ROOT" && "$PY" -m harness.runtime.image_stack constraints) >"$WORK/image-stack.txt" ||
+  (cd "$ROOT" && "$PY" -m discovery_harness.runtime.image_stack constraints) >"$WORK/image-stack.txt" ||
     die "reading the image's stack"
   log "the image's stack: $(grep -E '^(ai-dynamo|sglang|torch)==' "$WORK/image-stack.txt" | tr '\n' ' ')"
   # pip of the image's Python, aimed at the venv (PEP 668 protects the system one, not the venv).
@@ -75,10 +75,10 @@ install() {
   local site
   site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   echo "$ROOT" >"$site/discovery-harness-checkout.pth"  # the checkout, read-only, on the path
-  if ! (cd "$ROOT" && "$PY" -m harness.runtime.image_stack touched "$site"); then
+  if ! (cd "$ROOT" && "$PY" -m discovery_harness.runtime.image_stack touched "$site"); then
     die "the venv shadows packages of the image's stack (listed above)"
   fi
-  "$VENV/bin/python" -c 'import harness.plugin, pytest, etcd3' || die "the harness does not import"
+  "$VENV/bin/python" -c 'import discovery_harness.plugin, pytest, etcd3' || die "the harness does not import"
   log "install: ok ($(du -sh "$VENV" | cut -f1))"
 }
 

@@ -7,7 +7,7 @@
 #
 # `ci/setup.sh --dynamo VERSION` builds instead the environment of an older Dynamo release
 # (ci/requirements/releases/VERSION/) in .venvs/dynamo-VERSION: that release's ai-dynamo and
-# sglang on the same CPU torch, for `pytest --dynamo-env` and `python -m harness history`.
+# sglang on the same CPU torch, for `pytest --dynamo-env` and `python -m discovery_harness history`.
 # The harness itself keeps running from .venv.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

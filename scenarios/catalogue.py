@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.model.contract import (
+from discovery_harness.model.contract import (
     CHAT_COMPLETIONS,
     CHAT_IMAGES,
     EMBEDDING,
@@ -21,8 +21,8 @@ from harness.model.contract import (
     VIDEOS,
     ExpectedCard,
 )
-from harness.model.events import relisted_after_restart
-from harness.model.topology import (
+from discovery_harness.model.events import relisted_after_restart
+from discovery_harness.model.topology import (
     GpuProfile,
     KnownViolation,
     KnownWindow,
@@ -31,8 +31,8 @@ from harness.model.topology import (
     WorkerPlacement,
     WorkerSpec,
 )
-from harness.model.violations import LISTED_EARLY, STATUS_503
-from scenarios import eras
+from discovery_harness.model.violations import LISTED_EARLY, STATUS_503
+from discovery_harness_scenarios import eras
 
 # The GPU tier's model per asset key; defaults follow Dynamo's own sglang GPU tests and fit a
 # 24 GiB runner. Each is overridable with `--model KEY=NAME_OR_PATH`.
@@ -740,7 +740,7 @@ CATALOGUE: tuple[Topology, ...] = (
 )
 
 # Start paths of dynamo.sglang 1.6.1 that no topology takes, each with why (see
-# harness.judge.coverage: a start path neither covered nor listed here fails the guard).
+# discovery_harness.judge.coverage: a start path neither covered nor listed here fails the guard).
 START_PATH_EXEMPTIONS: dict[str, str] = {
     "snapshot_restore": (
         "snapshot mode (DYN snapshot control dir set): the engine is created before the "

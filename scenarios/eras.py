@@ -3,7 +3,8 @@
 Each era's contract is what that release's own design says a worker must publish, with its
 source in a comment: the PR that introduced or fixed the mode, the release's launch scripts,
 or the design notes it ships (`dynamo/sglang/AGENTS.md` in the ai-dynamo wheel, from 1.0).
-Never what the release happens to do: `python -m harness history` finds that out by running
+Never what the release happens to do: `python -m discovery_harness history` finds that out by
+running
 each. The release-independent invariants (a routed generate endpoint has a card unless
 declared not to; a card has a live instance; an internal card is not public; a listed model
 serves) are the harness's checks and hold in every era.
@@ -40,8 +41,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.model.contract import CHAT_COMPLETIONS, EMBEDDING, EMPTY, ExpectedCard
-from harness.model.topology import Era, WorkerSpec
+from discovery_harness.model.contract import CHAT_COMPLETIONS, EMBEDDING, EMPTY, ExpectedCard
+from discovery_harness.model.topology import Era, WorkerSpec
 
 ERA_0_X = ">=0.7,<1.0"
 # The request plane of each part of the era: 0.7 serves over NATS only; 0.8 added the TCP

@@ -1,4 +1,4 @@
-"""`python -m harness audit` against real deployments, started by the code the tests use:
+"""`python -m discovery_harness audit` against real deployments, started by the code the tests use:
 conformant ones pass, each injected fault is named with the scenario self-test's kind and
 role, the file backend is audited through its store, an unreachable store is exit 2.
 
@@ -19,11 +19,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.cli.app import main
-from harness.common.deadline import Deadline
-from harness.deployment import FILE, Deployment, Planes, Session
-from harness.model.topology import Topology
-from harness.model.violations import (
+from discovery_harness.cli.app import main
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.deployment import FILE, Deployment, Planes, Session
+from discovery_harness.model.topology import Topology
+from discovery_harness.model.violations import (
     BAD_RESPONSE,
     INTERNAL_ADVERTISED,
     NEEDS_UNMET,
@@ -31,11 +31,11 @@ from harness.model.violations import (
     WRONG_CARD,
     ContractFailure,
 )
-from harness.plugin import topology_param
-from harness.plugin.session import FAULTS_KEY
-from harness.processes import ports
-from harness.runtime.spawn import FRESH
-from scenarios.catalogue import AGGREGATED, CATALOGUE, MM_ENCODE_PD
+from discovery_harness.plugin import topology_param
+from discovery_harness.plugin.session import FAULTS_KEY
+from discovery_harness.processes import ports
+from discovery_harness.runtime.spawn import FRESH
+from discovery_harness_scenarios.catalogue import AGGREGATED, CATALOGUE, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +96,7 @@ def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
         [
             sys.executable,
             "-m",
-            "harness",
+            "discovery_harness",
             "up",
             "aggregated",
             "--env-file",
@@ -120,7 +120,7 @@ def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
             [
                 sys.executable,
                 "-m",
-                "harness",
+                "discovery_harness",
                 "audit",
                 "--etcd",
                 values["ETCD_ENDPOINTS"],

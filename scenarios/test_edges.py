@@ -9,10 +9,10 @@ import signal
 
 import pytest
 
-from harness.deployment.disruption import come_back, depart
-from harness.model.violations import INCOMPATIBLE_WORKERS, INTERFERENCE, ContractFailure
-from harness.plugin import topology_param
-from scenarios.catalogue import AGGREGATED, DISAGGREGATED, MM_ENCODE_PD
+from discovery_harness.deployment.disruption import come_back, depart
+from discovery_harness.model.violations import INCOMPATIBLE_WORKERS, INTERFERENCE, ContractFailure
+from discovery_harness.plugin import topology_param
+from discovery_harness_scenarios.catalogue import AGGREGATED, DISAGGREGATED, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge, pytest.mark.gpu_0]
 # Stops wait out Dynamo's 5 s shutdown grace and the frontend's unlisting (~8 s): nightly.

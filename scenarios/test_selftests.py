@@ -12,11 +12,11 @@ import dataclasses
 
 import pytest
 
-from harness.deployment import FILE, Planes
-from harness.deployment.lora import LoraControl
-from harness.discovery.faults import write_orphan_card
-from harness.model.topology import GpuProfile, Placement, WorkerPlacement, WorkerSpec
-from harness.model.violations import (
+from discovery_harness.deployment import FILE, Planes
+from discovery_harness.deployment.lora import LoraControl
+from discovery_harness.discovery.faults import write_orphan_card
+from discovery_harness.model.topology import GpuProfile, Placement, WorkerPlacement, WorkerSpec
+from discovery_harness.model.violations import (
     BAD_RESPONSE,
     CARD_WITHOUT_INSTANCE,
     INCOMPATIBLE_WORKERS,
@@ -31,9 +31,15 @@ from harness.model.violations import (
     WRONG_CARD,
     ContractFailure,
 )
-from harness.plugin import topology_param
-from harness.runtime.spawn import FRESH
-from scenarios.catalogue import AGGREGATED, CATALOGUE, DISAGGREGATED, LORA_P_D, MM_ENCODE_PD
+from discovery_harness.plugin import topology_param
+from discovery_harness.runtime.spawn import FRESH
+from discovery_harness_scenarios.catalogue import (
+    AGGREGATED,
+    CATALOGUE,
+    DISAGGREGATED,
+    LORA_P_D,
+    MM_ENCODE_PD,
+)
 
 pytestmark = [pytest.mark.selftest, pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]
 

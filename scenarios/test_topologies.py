@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.plugin import parametrize_scenarios
-from scenarios.catalogue import CATALOGUE
+from discovery_harness.plugin import parametrize_scenarios
+from discovery_harness_scenarios.catalogue import CATALOGUE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge]
 

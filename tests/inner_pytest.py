@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness.runtime import gpus
+from discovery_harness.runtime import gpus
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
@@ -37,9 +37,9 @@ def run_pytest(
 def run_cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m harness ARGS` from the project root, as a user runs it."""
+    """`python -m discovery_harness ARGS` from the project root, as a user runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+        [sys.executable, "-m", "discovery_harness", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -43,10 +43,10 @@ def test_an_import_from_a_lower_layer_upwards_breaks_the_contract(tmp_path: Path
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     violating = tmp_path / "harness" / "model" / "upwards.py"
-    violating.write_text("import harness.deployment\n")
+    violating.write_text("import discovery_harness.deployment\n")
     result = lint_imports(tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "harness.model.upwards -> harness.deployment" in result.stdout
+    assert "discovery_harness.model.upwards -> discovery_harness.deployment" in result.stdout
 
 
 def test_no_harness_module_is_a_hub() -> None:
@@ -96,7 +96,7 @@ def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 def imports_of_own_package(graph: grimp.ImportGraph) -> list[str]:
     """Modules that import a package they live in (its `__init__`), e.g. a module of
-    harness.deployment doing `from harness.deployment import Deployment`."""
+    discovery_harness.deployment doing `from discovery_harness.deployment import Deployment`."""
     return sorted(
         f"{module} -> {package}"
         for module in graph.modules

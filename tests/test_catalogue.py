@@ -10,13 +10,24 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.tables import DOC_COMMAND, catalogue_doc, gpu_table, topologies_table
-from harness.model.assets import ASSET_KEYS
-from harness.model.catalogue import Catalogue, load
-from harness.model.topology import GpuProfile, Placement, Topology, WorkerPlacement, WorkerSpec
-from harness.model.validation import CatalogueError, catalogue_problems
-from harness.serving.requests import KINDS
-from scenarios.catalogue import CATALOGUE, DISAGGREGATED, GPU_MODELS, MULTIMODAL_FLAGS
+from discovery_harness.cli.tables import DOC_COMMAND, catalogue_doc, gpu_table, topologies_table
+from discovery_harness.model.assets import ASSET_KEYS
+from discovery_harness.model.catalogue import Catalogue, load
+from discovery_harness.model.topology import (
+    GpuProfile,
+    Placement,
+    Topology,
+    WorkerPlacement,
+    WorkerSpec,
+)
+from discovery_harness.model.validation import CatalogueError, catalogue_problems
+from discovery_harness.serving.requests import KINDS
+from discovery_harness_scenarios.catalogue import (
+    CATALOGUE,
+    DISAGGREGATED,
+    GPU_MODELS,
+    MULTIMODAL_FLAGS,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -101,7 +112,7 @@ def test_a_catalogue_named_by_the_environment_is_checked_when_loaded(tmp_path, m
     reading it says so in one usage error (exit 4), no traceback."""
     (tmp_path / "broken_catalogue.py").write_text(
         "import dataclasses\n"
-        "from scenarios.catalogue import AGGREGATED\n"
+        "from discovery_harness_scenarios.catalogue import AGGREGATED\n"
         "worker = dataclasses.replace(AGGREGATED.workers[0], model='txt')\n"
         "CATALOGUE = (dataclasses.replace(AGGREGATED, workers=(worker,)), AGGREGATED)\n"
     )
@@ -116,7 +127,7 @@ def test_a_catalogue_named_by_the_environment_is_checked_when_loaded(tmp_path, m
     ]
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
     result = subprocess.run(
-        [sys.executable, "-m", "harness", "topologies"],
+        [sys.executable, "-m", "discovery_harness", "topologies"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -175,7 +186,7 @@ def test_what_the_readme_says_of_the_gpu_layouts_is_the_catalogue():
 def test_a_topology_the_cpu_tier_cannot_run_is_skipped_there_with_its_reason():
     import dataclasses
 
-    from harness.plugin import topology_param
+    from discovery_harness.plugin import topology_param
 
     gpu_only = dataclasses.replace(CATALOGUE[0], cpu_skip="needs a CUDA checkpoint")
     skips = [m for m in topology_param(gpu_only).marks if m.name == "skip"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from harness.judge import checks
-from harness.model.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
-from harness.model.violations import (
+from discovery_harness.judge import checks
+from discovery_harness.model.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
+from discovery_harness.model.violations import (
     BAD_RESPONSE,
     CARD_WITHOUT_INSTANCE,
     INCOMPATIBLE_WORKERS,
@@ -15,7 +15,7 @@ from harness.model.violations import (
     STATUS_503,
     WRONG_CARD,
 )
-from harness.serving.http_client import Exchange
+from discovery_harness.serving.http_client import Exchange
 from tests.fakes import NS, FakeWorker, card_entry, instance_entry, state
 
 AGG = ExpectedCard(model_type=CHAT_COMPLETIONS, model_input="Tokens", worker_type="aggregated")

@@ -8,16 +8,16 @@ import signal
 import subprocess
 import sys
 
-from harness.plugin.options import ENV_VARIABLES
+from discovery_harness.plugin.options import ENV_VARIABLES
+from discovery_harness_workers.faults import FAULTS
 from tests.inner_pytest import ROOT, run_pytest, session_env
-from workers.faults import FAULTS
 
 SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated]"
 
 
 def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+        [sys.executable, "-m", "discovery_harness", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -52,7 +52,7 @@ def test_models_list_exits_0_with_a_status_column_once(tmp_path):
 def test_a_closed_pipe_ends_a_printing_command_quietly():
     for command in (["plan"], ["topologies"]):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harness", *command],
+            [sys.executable, "-m", "discovery_harness", *command],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

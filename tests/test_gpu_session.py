@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from harness.cli import app as cli
-from harness.model.topology import Placement, Scenario, WorkerPlacement
-from harness.runtime import gpu_session, gpus
-from harness.runtime.preflight import driver_problem
-from scenarios.catalogue import CATALOGUE, LLM_DIFFUSION, by_name
+from discovery_harness.cli import app as cli
+from discovery_harness.model.topology import Placement, Scenario, WorkerPlacement
+from discovery_harness.runtime import gpu_session, gpus
+from discovery_harness.runtime.preflight import driver_problem
+from discovery_harness_scenarios.catalogue import CATALOGUE, LLM_DIFFUSION, by_name
 from tests.inner_pytest import run_pytest
 
 pytestmark = pytest.mark.unit

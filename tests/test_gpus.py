@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.model.topology import Placement, WorkerPlacement
-from harness.runtime import gpus, tier
-from scenarios.catalogue import CATALOGUE
+from discovery_harness.model.topology import Placement, WorkerPlacement
+from discovery_harness.runtime import gpus, tier
+from discovery_harness_scenarios.catalogue import CATALOGUE
 
 TWO_GPU = Placement(
     gpus=2, workers=(WorkerPlacement(role="prefill", gpu=0), WorkerPlacement(role="decode", gpu=1))

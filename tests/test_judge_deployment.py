@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.judge import deployment as judged
-from harness.judge.verdict import CONFORMANT, FAILED, KNOWN, set_aside_known
-from harness.model.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
-from harness.model.topology import KnownViolation
-from harness.model.violations import INTERFERENCE, LISTED_EARLY, WRONG_CARD, Violation
-from harness.serving.requests import Reply
+from discovery_harness.judge import deployment as judged
+from discovery_harness.judge.verdict import CONFORMANT, FAILED, KNOWN, set_aside_known
+from discovery_harness.model.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
+from discovery_harness.model.topology import KnownViolation
+from discovery_harness.model.violations import INTERFERENCE, LISTED_EARLY, WRONG_CARD, Violation
+from discovery_harness.serving.requests import Reply
 from tests.fakes import NS, FakeWorker, card_entry, instance_entry, state
 
 pytestmark = pytest.mark.unit

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.judge.verdict import set_aside_known
-from harness.model.events import Events
-from harness.model.topology import KnownViolation, KnownWindow
-from harness.model.violations import STATUS_503, Violation
+from discovery_harness.judge.verdict import set_aside_known
+from discovery_harness.model.events import Events
+from discovery_harness.model.topology import KnownViolation, KnownWindow
+from discovery_harness.model.violations import STATUS_503, Violation
 
 pytestmark = pytest.mark.unit
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from harness.deployment.lora import lora_cards, lora_violations
-from harness.model.contract import ExpectedCard
-from harness.model.violations import (
+from discovery_harness.deployment.lora import lora_cards, lora_violations
+from discovery_harness.model.contract import ExpectedCard
+from discovery_harness.model.violations import (
     INTERNAL_ADVERTISED,
     NEVER_REGISTERED,
     REGISTERED_UNEXPECTEDLY,

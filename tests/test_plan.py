@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.deployment.options import FILE, LATE, NATS, OWN, SHARED, Planes, Settings
-from harness.deployment.plan import DeployOptions, SessionFacts, plan
-from harness.model.topology import Scenario
-from harness.runtime.tier import GPU
-from scenarios.catalogue import AGGREGATED, DISAGGREGATED, MM_ENCODE_PD, MULTINODE
+from discovery_harness.deployment.options import FILE, LATE, NATS, OWN, SHARED, Planes, Settings
+from discovery_harness.deployment.plan import DeployOptions, SessionFacts, plan
+from discovery_harness.model.topology import Scenario
+from discovery_harness.runtime.tier import GPU
+from discovery_harness_scenarios.catalogue import AGGREGATED, DISAGGREGATED, MM_ENCODE_PD, MULTINODE
 
 pytestmark = pytest.mark.unit
 

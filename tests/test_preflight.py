@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.processes.infra.local_process import LocalProcessProvider
-from harness.runtime import preflight
+from discovery_harness.processes.infra.local_process import LocalProcessProvider
+from discovery_harness.runtime import preflight
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.unit
@@ -58,7 +58,7 @@ def test_etcd_and_nats_must_answer(tmp_path, monkeypatch):
 
 def _preflight(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness", "preflight", *args],
+        [sys.executable, "-m", "discovery_harness", "preflight", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -81,9 +81,10 @@ def test_no_gpu_fails_preflight_unless_a_rehearsal_allows_it():
 def test_preflight_runs_on_the_standard_library_alone():
     """It runs in the image's Python before the harness's libraries are installed."""
     code = (
-        "import sys; import harness.runtime.preflight, harness.runtime.image_stack; "
+        "import sys; import discovery_harness.runtime.preflight, "
+        "discovery_harness.runtime.image_stack; "
         "print(sorted(m.split('.')[0] for m in sys.modules if m.split('.')[0] not in "
-        "sys.stdlib_module_names and m.split('.')[0] != 'harness'))"
+        "sys.stdlib_module_names and m.split('.')[0] != 'discovery_harness'))"
     )
     result = subprocess.run(
         [sys.executable, "-S", "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
@@ -92,7 +93,7 @@ def test_preflight_runs_on_the_standard_library_alone():
 
 
 def test_the_image_stack_is_the_dynamo_stack_and_a_venv_may_not_shadow_it(tmp_path, capsys):
-    from harness.runtime import image_stack
+    from discovery_harness.runtime import image_stack
 
     stack = image_stack.closure()
     assert {"ai-dynamo", "sglang", "torch", "filelock"} <= set(stack)

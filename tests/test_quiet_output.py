@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.model.contract import CHAT_COMPLETIONS
-from harness.model.violations import NEVER_REGISTERED, Violation
-from harness.report import markdown
-from harness.report.model import DeploymentEntry, Mark, RunEntry, WorkerEntry
+from discovery_harness.model.contract import CHAT_COMPLETIONS
+from discovery_harness.model.violations import NEVER_REGISTERED, Violation
+from discovery_harness.report import markdown
+from discovery_harness.report.model import DeploymentEntry, Mark, RunEntry, WorkerEntry
 from tests.inner_pytest import ROOT, run_cli, run_pytest
 
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
@@ -36,12 +36,13 @@ def table_rows(text: str) -> list[str]:
 def test_the_cli_leaves_the_plugin_for_pytest_to_import():
     """Imported before pytest.main, the plugin's modules cannot be assertion-rewritten and
     pytest warns about each (four warning blocks before conformance's result)."""
-    probe = "import sys, harness.cli.app; print(sorted(m for m in sys.modules if 'plugin' in m))"
+    probe = ("import sys, discovery_harness.cli.app; print(sorted(m for m in sys.modules if "
+             "'plugin' in m))")
     result = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
-    assert "harness.plugin" not in result.stdout, result.stdout
+    assert "discovery_harness.plugin" not in result.stdout, result.stdout
 
 
 @pytest.mark.unit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from scenarios.catalogue import CATALOGUE
+from discovery_harness_scenarios.catalogue import CATALOGUE
 from tests.inner_pytest import run_pytest
 
 
@@ -101,7 +101,7 @@ def test_gpu_tier_missing_model_is_one_clear_error(tmp_path):
     )
     assert result.returncode == 4, result.stdout + result.stderr  # a usage error
     assert "topology 'aggregated', key 'text'" in result.stderr, result.stderr
-    assert "python -m harness models fetch aggregated" in result.stderr
+    assert "python -m discovery_harness models fetch aggregated" in result.stderr
     assert "passed" not in result.stdout and "failed" not in result.stdout
 
 

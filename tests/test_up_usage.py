@@ -1,11 +1,12 @@
-"""`python -m harness up` and `audit`: bad input is one line and exit 4 (every command's usage
+"""`python -m discovery_harness up` and `audit`: bad input is one line and exit 4 (every command's
+usage
 error), before anything starts."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.cli.app import main
+from discovery_harness.cli.app import main
 
 pytestmark = pytest.mark.unit
 

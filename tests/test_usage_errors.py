@@ -100,7 +100,7 @@ def test_bad_cli_input_is_one_usage_error(args, says):
 
 def _harness(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+        [sys.executable, "-m", "discovery_harness", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

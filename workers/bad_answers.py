@@ -111,7 +111,7 @@ def _breaker(fault: str) -> Callable[[Any, Any], Any]:
 
 def _break_engine_text(fault: str) -> None:
     """The CPU engine stand-in generates no token, or ignores max_tokens."""
-    from workers.stand_in_generation import StandInGeneration
+    from discovery_harness_workers.stand_in_generation import StandInGeneration
 
     real = StandInGeneration._stream
 

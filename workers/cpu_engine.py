@@ -5,7 +5,8 @@
   (which would launch scheduler processes on a GPU) and `shutdown` are replaced. It still
   runs sglang's own port and model-config resolution.
 * `CpuTokenizerManager` subclasses the real `TokenizerManager` without its `__init__` (no
-  ZMQ to schedulers); `workers.stand_in_generation` answers `generate_request` with
+  ZMQ to schedulers); `discovery_harness_workers.stand_in_generation` answers `generate_request`
+with
   deterministic tokens, embeddings or rerank scores, in the shapes sglang streams.
 * `CpuMMEncoder` and `CpuDiffGenerator` stand in for the vision encoder and the diffusion
   pipeline with fixed-size outputs.
@@ -31,9 +32,9 @@ from sglang.srt.runtime_context import publish
 from sglang.srt.server_args import PortArgs, ServerArgs
 from transformers import AutoTokenizer
 
-from workers.stand_in_generation import MAX_TOTAL_TOKENS, StandInGeneration
+from discovery_harness_workers.stand_in_generation import MAX_TOTAL_TOKENS, StandInGeneration
 
-logger = logging.getLogger("workers.cpu_engine")
+logger = logging.getLogger("discovery_harness_workers.cpu_engine")
 
 IMAGE_GRID_THW = (1, 4, 4)  # one frame of 4x4 patches -> 4 tokens after a 2x2 merge
 

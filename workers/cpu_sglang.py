@@ -1,8 +1,11 @@
-"""Run the real `dynamo.sglang` worker on CPU: `python -m workers.cpu_sglang ARGV`.
+"""Run the real `dynamo.sglang` worker on CPU: `python -m discovery_harness_workers.cpu_sglang
+ARGV`.
 
-Only sglang's GPU classes are swapped for the stand-ins in `workers.cpu_engine`; argument
+Only sglang's GPU classes are swapped for the stand-ins in `discovery_harness_workers.cpu_engine`;
+argument
 parsing, registration, serving and shutdown are Dynamo's own code. ARGV is the Dynamo argv,
-unchanged (the harness's command builder, harness.runtime.launch, adds `--device cpu`); the
+unchanged (the harness's command builder, discovery_harness.runtime.launch, adds `--device cpu`);
+the
 harness's own option, a fault, comes by name from the environment (workers/faults.py).
 """
 
@@ -11,7 +14,7 @@ from __future__ import annotations
 import inspect
 import sys
 
-from workers import start
+from discovery_harness_workers import start
 
 
 def main(argv: list[str] | None = None) -> None:

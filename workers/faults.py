@@ -17,10 +17,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from workers.bad_answers import BAD_ANSWERS
-from workers.bad_answers import install as install_bad_answer
+from discovery_harness_workers.bad_answers import BAD_ANSWERS
+from discovery_harness_workers.bad_answers import install as install_bad_answer
 
-logger = logging.getLogger("workers.faults")
+logger = logging.getLogger("discovery_harness_workers.faults")
 
 FAULTS = (
     "skip-registration",

@@ -4,7 +4,8 @@ which ai-dynamo 1.0-1.5's encode worker builds and calls as `await encoder._enco
 Generations of that class: sglang 0.5.9 `_encode(mm_items)` -> (grid, embeddings); from
 0.5.10 `_encode(mm_items, modality)` -> (grid, embeddings, aux_data); 0.5.16 adds
 `log_metrics`, 0.5.18 a constructor `gpu_id`. `for_real` picks the one the installed class
-has, so `python -m workers.drift` compares like with like. The embeddings are zeros, one row
+has, so `python -m discovery_harness_workers.drift` compares like with like. The embeddings are
+zeros, one row
 per merged patch of a fixed 1x4x4 grid per item.
 """
 

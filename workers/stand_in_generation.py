@@ -1,7 +1,8 @@
 """What every CPU tokenizer-manager stand-in answers, whatever the sglang release.
 
 A mixin for a subclass of the installed sglang's real `TokenizerManager` (see
-`workers.cpu_engine` for 1.x, `workers.legacy_stand_ins` for the 0.7/0.8 era): instead of
+`discovery_harness_workers.cpu_engine` for 1.x, `discovery_harness_workers.legacy_stand_ins` for the
+0.7/0.8 era): instead of
 sending requests to scheduler processes, it answers `generate_request` in-process with real
 tokens of the tiny model's tokenizer, deterministic embeddings or rerank scores, in the shapes
 sglang streams. The subclass sets `self.tokenizer` and calls `init_stand_in_generation()`.

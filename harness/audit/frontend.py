@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import httpx
 
-from harness.audit.observe import Unreachable
-from harness.judge.discovered import AuditedDeployment, FrontendView
-from harness.serving.http_client import RecordingClient
-from harness.serving.listing import listed_ids
-from harness.serving.requests import Reply, send
+from discovery_harness.audit.observe import Unreachable
+from discovery_harness.judge.discovered import AuditedDeployment, FrontendView
+from discovery_harness.serving.http_client import RecordingClient
+from discovery_harness.serving.listing import listed_ids
+from discovery_harness.serving.requests import Reply, send
 
 # A card's model type -> the request that exercises it (multimodal: an image chat).
 KIND_OF_TYPE = {

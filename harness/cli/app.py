@@ -1,13 +1,17 @@
 """Command line of the harness.
 
-python -m harness conformance [--topology NAME ...] [pytest args...]
-python -m harness topologies [--gpu | --doc]
-python -m harness plan [--tier gpu|cpu] [--gpus N] [--gpu-memory GIB] [--json] [--topology NAME ...]
-python -m harness models list|fetch [TOPOLOGY ... | -m EXPR] [--dry-run] [--check] [--model KEY=REF]
-python -m harness preflight [--allow-no-gpu] [--writable LABEL=PATH ...]
-python -m harness history [--releases 0.7.1,0.8.1,1.6.1|all] [-j N] [--rerun] [--topology NAME ...]
-python -m harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file FILE]
-python -m harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace NS] [--probe]
+python -m discovery_harness conformance [--topology NAME ...] [pytest args...]
+python -m discovery_harness topologies [--gpu | --doc]
+python -m discovery_harness plan [--tier gpu|cpu] [--gpus N] [--gpu-memory GIB] [--json] [--topology
+NAME ...]
+python -m discovery_harness models list|fetch [TOPOLOGY ... | -m EXPR] [--dry-run] [--check]
+[--model KEY=REF]
+python -m discovery_harness preflight [--allow-no-gpu] [--writable LABEL=PATH ...]
+python -m discovery_harness history [--releases 0.7.1,0.8.1,1.6.1|all] [-j N] [--rerun] [--topology
+NAME ...]
+python -m discovery_harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file FILE]
+python -m discovery_harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace NS]
+[--probe]
 """
 
 from __future__ import annotations
@@ -17,13 +21,13 @@ import signal
 import sys
 from typing import NoReturn
 
-from harness.audit import command as audit_command
-from harness.cli import conformance, models
-from harness.cli.tables import catalogue_doc, gpu_table, topologies_table
-from harness.common.exits import USAGE_ERROR
-from harness.model import catalogue as catalogue_module
-from harness.runtime.tier import GPU, TIERS
-from harness.up import command as up_command
+from discovery_harness.audit import command as audit_command
+from discovery_harness.cli import conformance, models
+from discovery_harness.cli.tables import catalogue_doc, gpu_table, topologies_table
+from discovery_harness.common.exits import USAGE_ERROR
+from discovery_harness.model import catalogue as catalogue_module
+from discovery_harness.runtime.tier import GPU, TIERS
+from discovery_harness.up import command as up_command
 
 
 class UsageParser(argparse.ArgumentParser):
@@ -52,7 +56,7 @@ def _quiet_on_closed_pipe() -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = UsageParser(
-        prog="python -m harness",
+        prog="python -m discovery_harness",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -87,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
         "history",
         help="run the conformance suite on several Dynamo releases; one table of what each did",
     )
-    from harness.history.command import add_arguments as history_arguments
+    from discovery_harness.history.command import add_arguments as history_arguments
 
     history_arguments(history)
     commands.add_parser(
@@ -103,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["preflight"]:  # its own options (standard library only)
-        from harness.runtime.preflight import main as preflight
+        from discovery_harness.runtime.preflight import main as preflight
 
         return preflight(argv[1:])
     parser = _parser()
@@ -118,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "conformance":
             return args.run(args, extra)
         if args.command == "history":
-            from harness.history.command import history_command
+            from discovery_harness.history.command import history_command
 
             return history_command(args, catalogue_module.load())
         if args.command == "up":
@@ -132,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(gpu_table() if args.gpu else topologies_table())
         elif args.command == "plan":
-            from harness.cli.plan import plan_command
+            from discovery_harness.cli.plan import plan_command
 
             _check_plan(args)
             print(plan_command(catalogue_module.load(), args))

@@ -1,4 +1,4 @@
-"""`python -m harness conformance`: the conformance suite, with its own help and report.
+"""`python -m discovery_harness conformance`: the conformance suite, with its own help and report.
 
 It runs `scenarios/test_topologies.py::test_registers_and_serves` (one test per topology on
 the CPU tier, one per GPU layout on the GPU tier) through pytest, writes the JUnit report and
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.history.run import CONFORMANCE_TEST, CONFORMANCE_TESTS, ROOT, outcome
-from harness.model import catalogue as catalogue_module
-from harness.report import default_report_dir, remove_reports
-from harness.report.pytest_run import COMMAND_KEY
+from discovery_harness.history.run import CONFORMANCE_TEST, CONFORMANCE_TESTS, ROOT, outcome
+from discovery_harness.model import catalogue as catalogue_module
+from discovery_harness.report import default_report_dir, remove_reports
+from discovery_harness.report.pytest_run import COMMAND_KEY
 
 REPORT = ROOT / "reports" / "conformance.xml"  # HARNESS_REPORT_DIR moves it (and the others)
 HELP = f"""\
@@ -56,7 +56,7 @@ class _OnlyTopologies:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
         # Imported here, once pytest loaded the plugin itself: imported before pytest.main,
         # its modules could not be assertion-rewritten (pytest warned about each).
-        from harness.plugin.session import topology_of
+        from discovery_harness.plugin.session import topology_of
 
         keep = [i for i in items if getattr(topology_of(i), "name", None) in self.names]
         dropped = [item for item in items if item not in keep]
@@ -71,7 +71,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="run the conformance suite (other arguments go to pytest)",
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="python -m harness conformance [--topology NAME ...] [pytest options ...]",
+        usage="python -m discovery_harness conformance [--topology NAME ...] [pytest options ...]",
         allow_abbrev=False,
     )
     parser.add_argument(
@@ -98,7 +98,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     remove_reports(reports)  # even pytest's own usage errors leave no older report
     report.unlink(missing_ok=True)
     command = " ".join(
-        ["python -m harness conformance", *(f"--topology {n}" for n in args.topology), *extra]
+        ["python -m discovery_harness conformance", *(f"--topology {n}" for n in args.topology),
+        *extra]
     )
     plugins: list[object] = [_ReportCommand(f"{command} (JUnit report: {report})")]
     plugins += [_OnlyTopologies(names)] if names else []
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         if code == pytest.ExitCode.NO_TESTS_COLLECTED:
             raise ValueError(
                 "the selection holds no conformance test (pytest collected or kept none); "
-                "`python -m harness topologies` lists the topologies"
+                "`python -m discovery_harness topologies` lists the topologies"
             )
         if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
             return int(code)

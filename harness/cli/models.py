@@ -1,12 +1,13 @@
-"""`python -m harness models list|fetch`: the GPU tier's models, where each is, and fetching
+"""`python -m discovery_harness models list|fetch`: the GPU tier's models, where each is, and
+fetching
 them into the Hugging Face cache before a run (which never downloads)."""
 
 from __future__ import annotations
 
 import argparse
 
-from harness.model import catalogue as catalogue_module
-from harness.runtime.model_source import gpu_needs
+from discovery_harness.model import catalogue as catalogue_module
+from discovery_harness.runtime.model_source import gpu_needs
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -38,9 +39,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """One listing whatever the options (harness.runtime.model_fetch.print_listing): plain
+    """One listing whatever the options (discovery_harness.runtime.model_fetch.print_listing): plain
     `list` shows the catalogue's size estimates (no network); -m and fetch ask the Hub."""
-    from harness.runtime.model_fetch import models_command, print_listing
+    from discovery_harness.runtime.model_fetch import models_command, print_listing
 
     catalogue = catalogue_module.load()
     if args.marks is not None or args.action == "fetch":  # a run's selection, sizes, fetching

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness.common.markdown import row
-from harness.model import catalogue as catalogue_module
-from harness.model.catalogue import Catalogue
-from harness.runtime.gpus import memory_needed_gib
+from discovery_harness.common.markdown import row
+from discovery_harness.model import catalogue as catalogue_module
+from discovery_harness.model.catalogue import Catalogue
+from discovery_harness.runtime.gpus import memory_needed_gib
 
 
 def topologies_table(catalogue: Catalogue | None = None) -> str:
@@ -129,7 +129,7 @@ def known_violations_table(catalogue: Catalogue | None = None) -> str:
     return "\n".join(lines)
 
 
-DOC_COMMAND = "python -m harness topologies --doc > docs/topologies.md"
+DOC_COMMAND = "python -m discovery_harness topologies --doc > docs/topologies.md"
 
 
 def catalogue_doc(catalogue: Catalogue | None = None) -> str:

@@ -1,6 +1,6 @@
 """Deploying a topology: start its workers, wait on discovery events, send requests, disrupt
 it (a worker lost, a frontend restarted, etcd paused, LoRAs loaded), and stop it. Judging
-what it observed is harness.judge's.
+what it observed is discovery_harness.judge's.
 
 `core.Deployment` is the deployment: its `plan` (every value, computed before anything
 starts), its `processes` (launch, kill, restart, stop), what it observes and one verdict;
@@ -11,8 +11,8 @@ while it runs; `disruption`, `lora` and `fingerprint` what tests do with one (th
 `core`, never this package's `__init__`).
 """
 
-from harness.deployment.core import Deployment
-from harness.deployment.options import (
+from discovery_harness.deployment.core import Deployment
+from discovery_harness.deployment.options import (
     ETCD,
     FILE,
     FRONTEND_MODES,
@@ -25,8 +25,8 @@ from harness.deployment.options import (
     Planes,
     Settings,
 )
-from harness.deployment.session import Session
-from harness.deployment.worker import Worker
+from discovery_harness.deployment.session import Session
+from discovery_harness.deployment.worker import Worker
 
 __all__ = [
     "ETCD",

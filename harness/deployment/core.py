@@ -1,7 +1,7 @@
 """Deploy one topology against the session's etcd, NATS and frontend, and judge it.
 
-A Deployment is its plan (harness.deployment.plan: every value, computed before anything
-starts), its processes (harness.deployment.processes), what it observes, and one verdict.
+A Deployment is its plan (discovery_harness.deployment.plan: every value, computed before anything
+starts), its processes (discovery_harness.deployment.processes), what it observes, and one verdict.
 It starts every worker (some wait for their peers before registering), waits on etcd watch
 events until each has its instance and model card, waits until the frontend lists each public
 model and serves it, then lets the test send requests. The verdict is reached once (a failed
@@ -15,38 +15,43 @@ import signal
 import time
 from typing import Any, Self
 
-from harness.common.deadline import Deadline
-from harness.deployment import diagnosis, readiness
-from harness.deployment.frontend_log import FrontendLogWindow
-from harness.deployment.listing import ListingWatch, await_listing
-from harness.deployment.options import LATE, OWN, TCP
-from harness.deployment.plan import DeployOptions, SessionFacts, plan
-from harness.deployment.processes import Processes
-from harness.deployment.progress import LogMilestones, ProgressTicker, Sample, StartProgress
-from harness.deployment.roster import Roster, sample_start
-from harness.deployment.session import Session
-from harness.deployment.timeline import WorkerTimeline, first_answer, worker_timelines
-from harness.deployment.worker import Worker
-from harness.discovery.observer import DiscoveryObserver, DiscoveryState
-from harness.discovery.sources import FileSource
-from harness.judge import checks
-from harness.judge import deployment as judged
-from harness.judge.verdict import Verdict, set_aside_known
-from harness.model.events import Events
-from harness.model.records import ModelCard
-from harness.model.topology import Scenario, Topology, WorkerSpec
-from harness.model.violations import (
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.deployment import diagnosis, readiness
+from discovery_harness.deployment.frontend_log import FrontendLogWindow
+from discovery_harness.deployment.listing import ListingWatch, await_listing
+from discovery_harness.deployment.options import LATE, OWN, TCP
+from discovery_harness.deployment.plan import DeployOptions, SessionFacts, plan
+from discovery_harness.deployment.processes import Processes
+from discovery_harness.deployment.progress import (
+    LogMilestones,
+    ProgressTicker,
+    Sample,
+    StartProgress,
+)
+from discovery_harness.deployment.roster import Roster, sample_start
+from discovery_harness.deployment.session import Session
+from discovery_harness.deployment.timeline import WorkerTimeline, first_answer, worker_timelines
+from discovery_harness.deployment.worker import Worker
+from discovery_harness.discovery.observer import DiscoveryObserver, DiscoveryState
+from discovery_harness.discovery.sources import FileSource
+from discovery_harness.judge import checks
+from discovery_harness.judge import deployment as judged
+from discovery_harness.judge.verdict import Verdict, set_aside_known
+from discovery_harness.model.events import Events
+from discovery_harness.model.records import ModelCard
+from discovery_harness.model.topology import Scenario, Topology, WorkerSpec
+from discovery_harness.model.violations import (
     NEVER_REGISTERED,
     WORKER_EXITED,
     Violation,
 )
-from harness.processes import ports
-from harness.runtime import dynamo_env
-from harness.runtime.frontend import Frontend
-from harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S
-from harness.serving.http_client import RecordingClient
-from harness.serving.listing import listed_ids
-from harness.serving.requests import Reply, send
+from discovery_harness.processes import ports
+from discovery_harness.runtime import dynamo_env
+from discovery_harness.runtime.frontend import Frontend
+from discovery_harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S
+from discovery_harness.serving.http_client import RecordingClient
+from discovery_harness.serving.listing import listed_ids
+from discovery_harness.serving.requests import Reply, send
 
 
 class Deployment:

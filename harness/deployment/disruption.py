@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from harness.common.deadline import Deadline
-from harness.deployment.core import Deployment
-from harness.deployment.listing import await_listing
-from harness.model.events import relisted_after_restart
-from harness.serving.http_client import RecordingClient
-from harness.serving.requests import Reply, send
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.deployment.core import Deployment
+from discovery_harness.deployment.listing import await_listing
+from discovery_harness.model.events import relisted_after_restart
+from discovery_harness.serving.http_client import RecordingClient
+from discovery_harness.serving.requests import Reply, send
 
 PROBE_INTERVAL_S = 0.2
 PROBE_LIMIT = 300  # at most this many gap probes, whatever the deadlines

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.processes.managed import without_colours
-from harness.runtime.frontend import Frontend
+from discovery_harness.processes.managed import without_colours
+from discovery_harness.runtime.frontend import Frontend
 
 
 @dataclass(frozen=True)

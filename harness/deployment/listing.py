@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from harness.common.deadline import Deadline
-from harness.serving.listing import listed_ids
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.serving.listing import listed_ids
 
 
 @dataclass

@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.deployment.options import FILE, FRONTEND_MODES, OWN, SHARED, Planes, Settings
-from harness.model.topology import Scenario, Topology
-from harness.runtime import gpus
-from harness.runtime.launch import placeholders
-from harness.runtime.spawn import FRESH
+from discovery_harness.deployment.options import FILE, FRONTEND_MODES, OWN, SHARED, Planes, Settings
+from discovery_harness.model.topology import Scenario, Topology
+from discovery_harness.runtime import gpus
+from discovery_harness.runtime.launch import placeholders
+from discovery_harness.runtime.spawn import FRESH
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,16 +9,16 @@ import os
 import signal
 from pathlib import Path
 
-from harness.deployment.options import SHARED, TCP
-from harness.deployment.plan import DeploymentPlan
-from harness.deployment.session import Session
-from harness.deployment.worker import Worker
-from harness.model.topology import WorkerSpec
-from harness.processes import ports
-from harness.processes.loopback import ProcessPorts
-from harness.processes.managed import ManagedProcess, stop_all
-from harness.runtime.frontend import Frontend, start_frontend
-from harness.runtime.launch import WorkerSite, worker_command
+from discovery_harness.deployment.options import SHARED, TCP
+from discovery_harness.deployment.plan import DeploymentPlan
+from discovery_harness.deployment.session import Session
+from discovery_harness.deployment.worker import Worker
+from discovery_harness.model.topology import WorkerSpec
+from discovery_harness.processes import ports
+from discovery_harness.processes.loopback import ProcessPorts
+from discovery_harness.processes.managed import ManagedProcess, stop_all
+from discovery_harness.runtime.frontend import Frontend, start_frontend
+from discovery_harness.runtime.launch import WorkerSite, worker_command
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,7 +1,7 @@
 """Readiness waits: on discovery events until every worker registered as declared (or the card
 grace, a deadline or an exit decides otherwise), then until the frontend lists the model and
 serves a request. Each wait takes the values it needs (an observer, a roster, a deadline),
-never the deployment; what it finds is judged by harness.judge."""
+never the deployment; what it finds is judged by discovery_harness.judge."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from harness.common.deadline import Deadline
-from harness.deployment import diagnosis
-from harness.deployment.listing import ListingWatch
-from harness.deployment.progress import LogMilestones
-from harness.deployment.roster import Roster
-from harness.deployment.worker import Worker
-from harness.discovery.observer import DiscoveryObserver, DiscoveryState
-from harness.judge import deployment as judged
-from harness.judge.deployment import NOT_READY_STATUSES
-from harness.model.violations import BAD_RESPONSE, NEVER_LISTED, Violation
-from harness.serving.requests import Reply
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.deployment import diagnosis
+from discovery_harness.deployment.listing import ListingWatch
+from discovery_harness.deployment.progress import LogMilestones
+from discovery_harness.deployment.roster import Roster
+from discovery_harness.deployment.worker import Worker
+from discovery_harness.discovery.observer import DiscoveryObserver, DiscoveryState
+from discovery_harness.judge import deployment as judged
+from discovery_harness.judge.deployment import NOT_READY_STATUSES
+from discovery_harness.model.violations import BAD_RESPONSE, NEVER_LISTED, Violation
+from discovery_harness.serving.requests import Reply
 
 
 class Exited(Exception):
@@ -198,7 +198,7 @@ def probe_until_served(serving: Serving, deadline: Deadline) -> list[Reply]:
 
 def listed_early(listing: ListingWatch, serving: Serving, probes: list[Reply]) -> list[Violation]:
     """Listed while a worker's card was missing, or refused once listed (judged by
-    harness.judge.deployment.listed_early)."""
+    discovery_harness.judge.deployment.listed_early)."""
     missing = set(listing.missing_when_listed)
     present = [
         w.expected for w in serving.workers if w.expected is not None and w.role not in missing

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.deployment.progress import LogMilestones, Sample, WorkerSample
-from harness.deployment.worker import Worker
-from harness.discovery.observer import DiscoveryState
-from harness.judge import deployment as judged
-from harness.judge.checks import WorkerRecords
-from harness.model.topology import WorkerSpec
+from discovery_harness.deployment.progress import LogMilestones, Sample, WorkerSample
+from discovery_harness.deployment.worker import Worker
+from discovery_harness.discovery.observer import DiscoveryState
+from discovery_harness.judge import deployment as judged
+from discovery_harness.judge.checks import WorkerRecords
+from discovery_harness.model.topology import WorkerSpec
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Roster:
 
     def records(self, state: DiscoveryState, worker: Worker) -> WorkerRecords:
         """A worker's keys in the namespace; the ports its peers were given are theirs (see
-        harness.judge.deployment.worker_records)."""
+        discovery_harness.judge.deployment.worker_records)."""
         return judged.worker_records(state, self.namespace, worker, self.workers)
 
     @property

@@ -15,14 +15,14 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from harness.deployment.options import Settings
-from harness.deployment.session import Session
-from harness.discovery.observer import DiscoveryObserver
-from harness.processes.infra import Endpoints, Provider, select_provider
-from harness.runtime import spawn
-from harness.runtime.frontend import Frontend, start_frontend
-from harness.runtime.launch import template_env
-from harness.runtime.model_source import model_source
+from discovery_harness.deployment.options import Settings
+from discovery_harness.deployment.session import Session
+from discovery_harness.discovery.observer import DiscoveryObserver
+from discovery_harness.processes.infra import Endpoints, Provider, select_provider
+from discovery_harness.runtime import spawn
+from discovery_harness.runtime.frontend import Frontend, start_frontend
+from discovery_harness.runtime.launch import template_env
+from discovery_harness.runtime.model_source import model_source
 
 ROOT = Path(__file__).resolve().parents[2]
 

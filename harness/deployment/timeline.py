@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from harness.deployment.roster import Roster
-from harness.discovery.observer import DiscoveryObserver
-from harness.serving.http_client import Exchange
+from discovery_harness.deployment.roster import Roster
+from discovery_harness.discovery.observer import DiscoveryObserver
+from discovery_harness.serving.http_client import Exchange
 
 
 def first_answer(exchanges: Iterable[Exchange]) -> Exchange | None:

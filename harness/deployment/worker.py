@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.model.contract import ExpectedCard
-from harness.model.topology import WorkerSpec
-from harness.processes.loopback import ProcessPorts
-from harness.processes.managed import ManagedProcess
+from discovery_harness.model.contract import ExpectedCard
+from discovery_harness.model.topology import WorkerSpec
+from discovery_harness.processes.loopback import ProcessPorts
+from discovery_harness.processes.managed import ManagedProcess
 
 
 @dataclass

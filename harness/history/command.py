@@ -1,4 +1,4 @@
-"""`python -m harness history`: every release, then one table (Markdown, JSON and HTML).
+"""`python -m discovery_harness history`: every release, then one table (Markdown, JSON and HTML).
 
 Each release runs in its own pytest process, `-j N` of them at once; a release already in the
 table is kept unless `--rerun` asks for it again (so an interrupted history resumes); a
@@ -16,12 +16,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from harness.common.exits import USAGE_ERROR
-from harness.history import html, releases, start_paths, table
-from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, environment_for, run_release
-from harness.model.catalogue import Catalogue
-from harness.report.merge import write_merged_reports
-from harness.runtime import dynamo_env
+from discovery_harness.common.exits import USAGE_ERROR
+from discovery_harness.history import html, releases, start_paths, table
+from discovery_harness.history.run import (
+    DEFAULT_ENVS,
+    ROOT,
+    ReleaseRun,
+    environment_for,
+    run_release,
+)
+from discovery_harness.model.catalogue import Catalogue
+from discovery_harness.report.merge import write_merged_reports
+from discovery_harness.runtime import dynamo_env
 
 _say_lock = threading.Lock()
 

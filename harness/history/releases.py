@@ -14,7 +14,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from harness.runtime import dynamo_env
+from discovery_harness.runtime import dynamo_env
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "ci" / "requirements" / "releases"

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
-from harness.history.record import ItemFindings
-from harness.runtime import dynamo_env, gpus
+from discovery_harness.history.record import ItemFindings
+from discovery_harness.runtime import dynamo_env, gpus
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE_TESTS = "scenarios/test_topologies.py"

@@ -11,9 +11,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from harness.history.record import ItemFindings
-from harness.history.run import ReleaseRun
-from harness.model.violations import (
+from discovery_harness.history.record import ItemFindings
+from discovery_harness.history.run import ReleaseRun
+from discovery_harness.model.violations import (
     CARD_WITHOUT_INSTANCE,
     INTERNAL_ADVERTISED,
     NEVER_REGISTERED,

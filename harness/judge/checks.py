@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.discovery.observer import DiscoveryState
-from harness.model.contract import EMPTY, ExpectedCard
-from harness.model.records import Instance, ModelCard
-from harness.model.violations import (
+from discovery_harness.discovery.observer import DiscoveryState
+from discovery_harness.model.contract import EMPTY, ExpectedCard
+from discovery_harness.model.records import Instance, ModelCard
+from discovery_harness.model.violations import (
     BAD_RESPONSE,
     CARD_WITHOUT_INSTANCE,
     INCOMPATIBLE_WORKERS,
@@ -27,7 +27,7 @@ from harness.model.violations import (
     WRONG_CARD,
     Violation,
 )
-from harness.serving.http_client import Exchange
+from discovery_harness.serving.http_client import Exchange
 
 GENERATE_ENDPOINT = "generate"
 INCOMPATIBLE_MARKER = "Rejected incompatible workers"

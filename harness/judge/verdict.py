@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from harness.model.events import Events
-from harness.model.topology import KnownViolation
-from harness.model.violations import ContractFailure, Violation
+from discovery_harness.model.events import Events
+from discovery_harness.model.topology import KnownViolation
+from discovery_harness.model.violations import ContractFailure, Violation
 
 CONFORMANT, FAILED, KNOWN = "conformant", "failed", "known-violations"
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from harness.model.contract import ExpectedCard
+from discovery_harness.model.contract import ExpectedCard
 
 
 @dataclass(frozen=True, kw_only=True)
 class KnownWindow:
     """Where a known violation is excused: only what happened within `seconds` after an event
-    the deployment recorded (its name, see harness.model.events). The same violation outside
+    the deployment recorded (its name, see discovery_harness.model.events). The same violation
+    outside
     that window, or with no time to place it, fails like any other."""
 
     after: str  # e.g. "relisted after restarting prefill"
@@ -51,13 +52,14 @@ class KnownViolation:
 class WorkerSpec:
     role: str  # names the worker in every message
     flags: tuple[str, ...] = ()  # dynamo.sglang argv besides model, name, namespace, ports
-    model: str  # asset key: see harness.model.assets.ASSET_KEYS
+    model: str  # asset key: see discovery_harness.model.assets.ASSET_KEYS
     component: str  # the discovery component its generate endpoint lives in
     # What each registering process of this worker must register; None: this process must
     # not register at all (a multi-node follower, a gateway leader): any instance or card
     # it writes is a violation.
     card: ExpectedCard | None
-    # The dynamo.sglang start paths this worker takes (see harness.judge.coverage): the guard
+    # The dynamo.sglang start paths this worker takes (see discovery_harness.judge.coverage): the
+    # guard
     # fails when an installed start path is in no worker's list and not exempt.
     start_paths: tuple[str, ...] = ("init_decode",)
     # How many processes of this worker's tree register `card` (a gateway leader's children
@@ -178,7 +180,7 @@ class UnsupportedRelease(LookupError):
 class Topology:
     name: str
     workers: tuple[WorkerSpec, ...]
-    requests: tuple[str, ...]  # request kinds, see harness.serving.requests
+    requests: tuple[str, ...]  # request kinds, see discovery_harness.serving.requests
     gpu: GpuProfile
     marks: tuple[str, ...] = ()  # pytest markers beyond the common ones
     timeout_s: int = 180  # CPU tier: ~3x the measured duration, rounded up

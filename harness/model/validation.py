@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from harness.model.assets import ASSET_KEYS
-from harness.model.topology import Placement, Topology, WorkerSpec
+from discovery_harness.model.assets import ASSET_KEYS
+from discovery_harness.model.topology import Placement, Topology, WorkerSpec
 
 
 class CatalogueError(ValueError):

@@ -6,17 +6,17 @@ frontend and real dynamo.sglang workers. Its rooms: `options` (the harness's pyt
 and their checks), `session` (markers, the tier, the run's first lines, usage checks before
 anything starts), `parametrize` (scenarios per tier: the API `scenarios/` imports),
 `fixtures` (infra, observer, models, template, session), `deploy` (the deploy fixtures);
-the run report is `harness.report.pytest_run`.
+the run report is `discovery_harness.report.pytest_run`.
 """
 
-from harness.plugin.parametrize import parametrize_scenarios, topology_param
+from discovery_harness.plugin.parametrize import parametrize_scenarios, topology_param
 
 pytest_plugins = [
-    "harness.plugin.options",
-    "harness.plugin.session",
-    "harness.plugin.parametrize",
-    "harness.plugin.fixtures",
-    "harness.plugin.deploy",
+    "discovery_harness.plugin.options",
+    "discovery_harness.plugin.session",
+    "discovery_harness.plugin.parametrize",
+    "discovery_harness.plugin.fixtures",
+    "discovery_harness.plugin.deploy",
 ]
 
 __all__ = ["parametrize_scenarios", "topology_param"]

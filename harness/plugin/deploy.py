@@ -12,20 +12,20 @@ from typing import Any
 
 import pytest
 
-from harness.deployment import Deployment, Session, Settings
-from harness.deployment import session_setup as setup
-from harness.history import record
-from harness.model.topology import Scenario, Topology
-from harness.model.violations import ContractFailure, ContractFailures
-from harness.plugin.session import FAULTS_KEY
-from harness.processes.infra import Endpoints
-from harness.processes.infra.local_process import LocalProcessProvider
-from harness.report import pytest_run as report_run
-from harness.report.observed import from_deployment
-from harness.report.pytest_run import KNOWN_VIOLATION, TIMELINE_ROW
-from harness.runtime import spawn
-from harness.runtime.model_source import ModelSource
-from harness.serving.requests import Reply
+from discovery_harness.deployment import Deployment, Session, Settings
+from discovery_harness.deployment import session_setup as setup
+from discovery_harness.history import record
+from discovery_harness.model.topology import Scenario, Topology
+from discovery_harness.model.violations import ContractFailure, ContractFailures
+from discovery_harness.plugin.session import FAULTS_KEY
+from discovery_harness.processes.infra import Endpoints
+from discovery_harness.processes.infra.local_process import LocalProcessProvider
+from discovery_harness.report import pytest_run as report_run
+from discovery_harness.report.observed import from_deployment
+from discovery_harness.report.pytest_run import KNOWN_VIOLATION, TIMELINE_ROW
+from discovery_harness.runtime import spawn
+from discovery_harness.runtime.model_source import ModelSource
+from discovery_harness.serving.requests import Reply
 
 DeployFn = Callable[..., Deployment]
 

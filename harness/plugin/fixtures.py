@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.deployment import Session, Settings
-from harness.deployment import session_setup as setup
-from harness.discovery.observer import DiscoveryObserver
-from harness.plugin.session import GPU_SHARE_KEY, PROGRESS_KEY, SPAWN_KEY, chosen_tier
-from harness.processes.infra import Endpoints, select_provider
-from harness.runtime import spawn
-from harness.runtime.model_source import ModelSource, model_source
+from discovery_harness.deployment import Session, Settings
+from discovery_harness.deployment import session_setup as setup
+from discovery_harness.discovery.observer import DiscoveryObserver
+from discovery_harness.plugin.session import GPU_SHARE_KEY, PROGRESS_KEY, SPAWN_KEY, chosen_tier
+from discovery_harness.processes.infra import Endpoints, select_provider
+from discovery_harness.runtime import spawn
+from discovery_harness.runtime.model_source import ModelSource, model_source
 
 
 @pytest.fixture(autouse=True)

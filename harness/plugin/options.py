@@ -13,11 +13,11 @@ from collections.abc import Generator
 
 import pytest
 
-from harness.model import catalogue
-from harness.model.topology import Topology
-from harness.processes.infra import PROVIDERS
-from harness.report import pytest_run as report_run
-from harness.runtime import spawn, tier
+from discovery_harness.model import catalogue
+from discovery_harness.model.topology import Topology
+from discovery_harness.processes.infra import PROVIDERS
+from discovery_harness.report import pytest_run as report_run
+from discovery_harness.runtime import spawn, tier
 
 GROUP = "discovery-harness"
 # Every environment variable a user may set instead of (or beside) an option.
@@ -28,7 +28,7 @@ ENV_VARIABLES = {
     "HARNESS_PORT_RANGE": "default of --port-range",
     "HARNESS_PROGRESS": "default of --progress",
     "HARNESS_DYNAMO_ENV": "set by --dynamo-env: the release environment's python",
-    "HARNESS_CATALOGUE": "the catalogue module (default scenarios.catalogue)",
+    "HARNESS_CATALOGUE": "the catalogue module (default discovery_harness_scenarios.catalogue)",
     "HARNESS_ETCD_IMAGE, HARNESS_NATS_IMAGE": "the images of --infra docker",
     "ETCD_ENDPOINTS, NATS_SERVER": "--infra external (auto takes them when both are set)",
 }
@@ -48,7 +48,7 @@ def _flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
-GROUP_TITLE = "discovery harness (the suite: python -m harness conformance --help)"
+GROUP_TITLE = "discovery harness (the suite: python -m discovery_harness conformance --help)"
 
 
 def help_epilogue() -> str:
@@ -67,7 +67,8 @@ def help_epilogue() -> str:
 
 
 def _roles_and_faults() -> tuple[list[str], tuple[str, ...]]:
-    from workers.faults import FAULTS  # the launcher's vocabulary (stdlib-only module)
+    # the launcher's vocabulary (stdlib-only module)
+    from discovery_harness_workers.faults import FAULTS
 
     roles = sorted({w.role for t in catalogue.load().topologies for w in t.workers})
     return roles, FAULTS

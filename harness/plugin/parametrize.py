@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.model.topology import Scenario, Topology, UnsupportedRelease
-from harness.plugin.session import GPU_MEMORY_KEY, GPU_SHARE_KEY, chosen_tier
-from harness.runtime import dynamo_env, gpu_session
+from discovery_harness.model.topology import Scenario, Topology, UnsupportedRelease
+from discovery_harness.plugin.session import GPU_MEMORY_KEY, GPU_SHARE_KEY, chosen_tier
+from discovery_harness.runtime import dynamo_env, gpu_session
 
 
 def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology, ...]) -> None:

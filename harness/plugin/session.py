@@ -9,15 +9,15 @@ from collections.abc import Callable, Generator
 
 import pytest
 
-from harness.model import catalogue
-from harness.model.topology import Scenario, Topology
-from harness.plugin import options
-from harness.processes import ports
-from harness.processes.managed import install_cleanup_handlers
-from harness.report import pytest_run as report_run
-from harness.runtime import dynamo_env, gpu_session, gpus, spawn, tier, usage
-from harness.runtime.model_source import describe_models
-from harness.runtime.models import apply_overrides
+from discovery_harness.model import catalogue
+from discovery_harness.model.topology import Scenario, Topology
+from discovery_harness.plugin import options
+from discovery_harness.processes import ports
+from discovery_harness.processes.managed import install_cleanup_handlers
+from discovery_harness.report import pytest_run as report_run
+from discovery_harness.runtime import dynamo_env, gpu_session, gpus, spawn, tier, usage
+from discovery_harness.runtime.model_source import describe_models
+from discovery_harness.runtime.models import apply_overrides
 
 MOST_GPUS = 8  # layouts of one host: a gpu_N marker for each N up to this
 MARKERS = {

@@ -4,14 +4,14 @@ per deployment), written at the end of a run by `files.write_reports`."""
 
 from __future__ import annotations
 
-from harness.report.files import (
+from discovery_harness.report.files import (
     FILES,
     default_report_dir,
     load_report,
     remove_reports,
     write_reports,
 )
-from harness.report.model import RunEntry
+from discovery_harness.report.model import RunEntry
 
 __all__ = [
     "FILES",

@@ -7,8 +7,8 @@ import json
 import os
 from pathlib import Path
 
-from harness.report import html, markdown
-from harness.report.model import RunEntry, as_dict, run_from_dict
+from discovery_harness.report import html, markdown
+from discovery_harness.report.model import RunEntry, as_dict, run_from_dict
 
 FILES = ("report.json", "report.md", "report.html")
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from harness.common.markdown import row
-from harness.report.model import DeploymentEntry, RunEntry, WorkerEntry
+from discovery_harness.common.markdown import row
+from discovery_harness.report.model import DeploymentEntry, RunEntry, WorkerEntry
 
 FIRST_ANSWER = "first-answer"
 

@@ -3,14 +3,14 @@ client's exchanges, its verdict) or one an audit judged."""
 
 from __future__ import annotations
 
-from harness.deployment.core import Deployment
-from harness.deployment.timeline import first_answer
-from harness.judge.discovered import AuditedDeployment
-from harness.judge.verdict import Verdict
-from harness.model.contract import ExpectedCard
-from harness.model.records import ModelCard
-from harness.model.violations import Violation
-from harness.report.model import DeploymentEntry, Mark, WorkerEntry
+from discovery_harness.deployment.core import Deployment
+from discovery_harness.deployment.timeline import first_answer
+from discovery_harness.judge.discovered import AuditedDeployment
+from discovery_harness.judge.verdict import Verdict
+from discovery_harness.model.contract import ExpectedCard
+from discovery_harness.model.records import ModelCard
+from discovery_harness.model.violations import Violation
+from discovery_harness.report.model import DeploymentEntry, Mark, WorkerEntry
 
 
 def card_fields(card: ModelCard | ExpectedCard) -> dict[str, str]:
@@ -33,7 +33,8 @@ def _violations(found: list[Violation], role: str | None = None) -> list[dict[st
 
 
 def from_deployment(deployment: Deployment, test: str | None = None) -> DeploymentEntry:
-    """The report's entry: each worker's registration marks (harness.deployment.timeline, as
+    """The report's entry: each worker's registration marks (discovery_harness.deployment.timeline,
+    as
     the JUnit timeline has them), the frontend's listing, refusals and first answer."""
     state = deployment.observer.state()
     found = list(deployment.found)

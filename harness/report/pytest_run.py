@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.deployment.timeline import HEADER
-from harness.report.files import default_report_dir, remove_reports, write_reports
-from harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry, deployment_from_dict
+from discovery_harness.deployment.timeline import HEADER
+from discovery_harness.report.files import default_report_dir, remove_reports, write_reports
+from discovery_harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry, deployment_from_dict
 
 DESELECTED = "deselected"
 # The command a report names, where the run was started by a harness command rather than

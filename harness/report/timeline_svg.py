@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from html import escape
 
-from harness.report.model import DeploymentEntry, Mark
+from discovery_harness.report.model import DeploymentEntry, Mark
 
 WIDTH, LANE, LABEL, PAD, RADIUS = 960, 34, 170, 16, 6
 COLOURS = {

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 
 import pytest
 
-from harness.model.topology import Scenario
-from harness.runtime import gpus
-from harness.runtime.tier import TIERS
+from discovery_harness.model.topology import Scenario
+from discovery_harness.runtime import gpus
+from discovery_harness.runtime.tier import TIERS
 
 # Each GPU's total memory (GiB) where nvidia-smi cannot tell, or to hold a run to smaller GPUs.
 MEMORY_VARIABLE = "HARNESS_GPU_MEMORY_GIB"
@@ -33,7 +33,7 @@ def usage_problem(config: pytest.Config) -> str | None:
         return None
     if hasattr(config, "workerinput"):
         return None
-    from harness.runtime.preflight import driver_problem
+    from discovery_harness.runtime.preflight import driver_problem
 
     visible = gpus.visible_gpus()
     if not visible:

@@ -1,4 +1,5 @@
-"""`python -m harness models fetch|list -m EXPR [--dry-run]`: exactly the models a GPU-tier
+"""`python -m discovery_harness models fetch|list -m EXPR [--dry-run]`: exactly the models a
+GPU-tier
 run with that marker expression would use, with their sizes.
 
 The selection is pytest's own: a collect-only session of the GPU tier with `-m EXPR` (the
@@ -18,13 +19,13 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.model.catalogue import DEFAULT_CATALOGUE, Catalogue
-from harness.model.topology import Scenario
-from harness.runtime import gpu_session, gpus
+from discovery_harness.model.catalogue import DEFAULT_CATALOGUE, Catalogue
+from discovery_harness.model.topology import Scenario
+from discovery_harness.runtime import gpu_session, gpus
 
 if TYPE_CHECKING:
     import pytest
-from harness.runtime.models import (
+from discovery_harness.runtime.models import (
     ModelNeed,
     apply_overrides,
     fetched_whole,
@@ -147,14 +148,17 @@ def print_listing(needs: list[ModelNeed], catalogue: Catalogue, ask_hub: bool) -
         print(f"{state:<9}  {ref}: {size.describe()}, {found or 'not here'} ({who})")
     print(f"{len(by_ref)} model(s), {missing} missing; ~{to_fetch:.1f} GiB to fetch")
     if to_fetch:
-        print("to download them: python -m harness models fetch (with the same arguments)")
+        print(
+            "to download them: python -m discovery_harness models fetch"
+            " (with the same arguments)"
+        )
     return missing
 
 
 def models_command(catalogue: Catalogue, args: argparse.Namespace) -> int:
     """List or fetch the models of the runs `-m` selects (or of named topologies)."""
-    from harness.runtime.model_source import gpu_needs
-    from harness.runtime.models import MissingModels, fetch, require
+    from discovery_harness.runtime.model_source import gpu_needs
+    from discovery_harness.runtime.models import MissingModels, fetch, require
 
     if args.marks is not None:
         selected = selected_scenarios(args.marks)

@@ -1,5 +1,5 @@
 """Preflight of the GPU job: everything that would stop a GPU-tier run before any worker
-starts, checked in seconds and reported one line each (`python -m harness preflight`).
+starts, checked in seconds and reported one line each (`python -m discovery_harness preflight`).
 
 Standard library only: it runs first, in the runtime image's own Python, before the
 harness's dependencies are installed. Checks: the image is the one asked for (its ai-dynamo
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from harness.runtime import gpus
-from harness.runtime.tier import torch_cuda_version
+from discovery_harness.runtime import gpus
+from discovery_harness.runtime.tier import torch_cuda_version
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "ci" / "requirements"
@@ -190,7 +190,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _OneLineParser(prog="python -m harness preflight", description=__doc__)
+    parser = _OneLineParser(prog="python -m discovery_harness preflight", description=__doc__)
     parser.add_argument(
         "--allow-no-gpu",
         action="store_true",

@@ -1,7 +1,8 @@
 """The requests a topology can declare, each with what a good answer looks like.
 
 A kind maps to one OpenAI-compatible call and a judge of its response
-(harness.serving.answers): a 200 is judged on everything its API promises, not just its status.
+(discovery_harness.serving.answers): a 200 is judged on everything its API promises, not just its
+status.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.serving import answers
-from harness.serving.http_client import RecordingClient
+from discovery_harness.serving import answers
+from discovery_harness.serving.http_client import RecordingClient
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ Judge = Callable[[Any, answers.Asked], list[str]]
 
 
 def _judged(kind: str, path: str, status: int, body: str, judge: Callable[[], list[str]]) -> Reply:
-    """A 200 is judged on everything its API promises (harness.serving.answers); else its status."""
+    """A 200 is judged on everything its API promises (discovery_harness.serving.answers); else its
+    status."""
     if status != 200:
         return Reply(kind, path, status, f"status {status}", body)
     problems = judge()

@@ -1,4 +1,5 @@
-"""`python -m harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file F]`.
+"""`python -m discovery_harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file
+F]`.
 
 Starts the topology (infra, frontend, workers) with the tests' own code, prints where
 everything is, writes the env file once readiness is decided (served, or failed with the
@@ -16,22 +17,23 @@ import tempfile
 import threading
 from pathlib import Path
 
-from harness.common.exits import USAGE_ERROR
-from harness.deployment import Deployment, Settings
-from harness.deployment.session_setup import standalone_session
-from harness.model import catalogue as catalogue_module
-from harness.model.violations import ContractFailure
-from harness.processes import ports
-from harness.processes.infra import PROVIDERS, InfraUnavailable
-from harness.processes.managed import install_cleanup_handlers
-from harness.runtime import dynamo_env, spawn, tier, usage
+from discovery_harness.common.exits import USAGE_ERROR
+from discovery_harness.deployment import Deployment, Settings
+from discovery_harness.deployment.session_setup import standalone_session
+from discovery_harness.model import catalogue as catalogue_module
+from discovery_harness.model.violations import ContractFailure
+from discovery_harness.processes import ports
+from discovery_harness.processes.infra import PROVIDERS, InfraUnavailable
+from discovery_harness.processes.managed import install_cleanup_handlers
+from discovery_harness.runtime import dynamo_env, spawn, tier, usage
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     up = commands.add_parser(
         "up", help="start one topology and keep it up until Ctrl-C (to poke at, or to audit)"
     )
-    up.add_argument("topology", help="a topology of the catalogue (python -m harness topologies)")
+    up.add_argument("topology", help="a topology of the catalogue (python -m discovery_harness "
+                                     "topologies)")
     up.add_argument("--inject-fault", action="append", default=[], metavar="ROLE=FAULT")
     up.add_argument("--fault-delay", type=float, default=0.0, help="delayed-registration's s")
     up.add_argument("--infra", default="auto", choices=["auto", *PROVIDERS])
@@ -114,7 +116,7 @@ def _announce(deployment: Deployment, verdict: str, env_file: str | None) -> Non
             f"  worker     {w.role:<16} pid {w.pid:<8} log {w.proc.log_path}"
             for w in deployment.workers
         ),
-        f"  audit it:  python -m harness audit --etcd {session.endpoints.etcd} "
+        f"  audit it:  python -m discovery_harness audit --etcd {session.endpoints.etcd} "
         f"--frontend {frontend} --namespace {deployment.namespace}",
         "  Ctrl-C (or SIGTERM) stops everything",
     ]

@@ -9,7 +9,7 @@ worker template, whose own imports must stay recorded (workers/zygote.py).
 import os
 
 if os.environ.get("HARNESS_STAND_INS") == "1":
-    from workers import start
+    from discovery_harness_workers import start
 
     # The worker's start-up sequence; the fault, if any, too (a gateway's children inherit it).
     start.prepare()

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.processes import ports
-from harness.processes.infra.base import Endpoints, InfraUnavailable, nats_connects
+from discovery_harness.processes import ports
+from discovery_harness.processes.infra.base import Endpoints, InfraUnavailable, nats_connects
 
 ETCD_IMAGE = os.environ.get("HARNESS_ETCD_IMAGE", "quay.io/coreos/etcd:v3.4.23")
 NATS_IMAGE = os.environ.get("HARNESS_NATS_IMAGE", "docker.io/library/nats:2.9.10")

@@ -1,0 +1,23 @@
+"""The wheel's packages: each folder of the repository under its installed import name.
+
+The folders keep the design's layout (harness/ workers/ scenarios/); installed, they are
+discovery_harness, discovery_harness_workers and discovery_harness_scenarios, names that
+nothing else in the Dynamo/SGLang stack uses. Everything else is in pyproject.toml.
+"""
+
+from setuptools import find_namespace_packages, setup
+
+FOLDERS = {
+    "harness": "discovery_harness",
+    "workers": "discovery_harness_workers",
+    "scenarios": "discovery_harness_scenarios",
+}
+
+packages, package_dir = [], {}
+for folder, name in FOLDERS.items():
+    package_dir[name] = folder
+    packages.append(name)
+    found = find_namespace_packages(folder, exclude=["*__pycache__*"])
+    packages += [f"{name}.{sub}" for sub in found]
+
+setup(packages=packages, package_dir=package_dir)
