@@ -20,4 +20,17 @@ for folder, name in FOLDERS.items():
     found = find_namespace_packages(folder, exclude=["*__pycache__*"])
     packages += [f"{name}.{sub}" for sub in found]
 
-setup(packages=packages, package_dir=package_dir)
+# The CI files the commands need (history builds release environments with ci/setup.sh from
+# ci/requirements/; preflight reads the proven pins there): data of the harness's package.
+package_dir["discovery_harness.ci"] = "ci"
+packages.append("discovery_harness.ci")
+package_data = {
+    "discovery_harness.ci": [
+        "setup.sh",
+        "requirements/*.txt",
+        "requirements/releases/*.txt",
+        "requirements/releases/*/*.txt",
+    ],
+}
+
+setup(packages=packages, package_dir=package_dir, package_data=package_data)

@@ -12,6 +12,12 @@ from discovery_harness.runtime import gpus
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+# One GPU the GPU probe takes as usable, on a machine without one: the GPU tier's own checks
+# and selection, run here (nothing of it starts a worker).
+ONE_GPU = {
+    "CUDA_VISIBLE_DEVICES": "0",
+    "HARNESS_CUDA_INIT": '{"torch": "2.13.0", "cuda": "13.0", "count": 1, "error": null}',
+}
 
 
 def session_env(**extra: str) -> dict[str, str]:

@@ -17,6 +17,11 @@ pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 MOST_LINES = 400
+INSTALLED_AS = {
+    "harness": "discovery_harness",
+    "workers": "discovery_harness_workers",
+    "scenarios": "discovery_harness_scenarios",
+}
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
@@ -39,10 +44,11 @@ def test_the_import_contracts_hold() -> None:
 def test_an_import_from_a_lower_layer_upwards_breaks_the_contract(tmp_path: Path) -> None:
     """The contracts can fail: a copy of the tree where the model layer imports the
     deployment is refused, naming both modules."""
-    for name in ("harness", "workers", "scenarios"):
-        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for folder, name in INSTALLED_AS.items():  # each folder under its import name
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(ROOT / folder, tmp_path / name, ignore=ignore)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    violating = tmp_path / "harness" / "model" / "upwards.py"
+    violating = tmp_path / "discovery_harness" / "model" / "upwards.py"
     violating.write_text("import discovery_harness.deployment\n")
     result = lint_imports(tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr

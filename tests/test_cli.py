@@ -29,7 +29,7 @@ def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 def test_conformance_help_says_what_it_runs_and_shows_no_report():
     result = _harness("conformance", "--help")
     assert result.returncode == 0, result.stderr
-    assert "scenarios/test_topologies.py::test_registers_and_serves" in result.stdout
+    assert "discovery_harness_scenarios.test_topologies::test_registers_and_serves" in result.stdout
     assert "reports/conformance.xml" in result.stdout and "--topology NAME" in result.stdout
     assert "=== conformance report ===" not in result.stdout  # no old report
     assert "general:" not in result.stdout and "--junitxml" not in result.stdout  # no pytest help

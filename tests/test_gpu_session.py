@@ -14,7 +14,7 @@ from discovery_harness.model.topology import Placement, Scenario, WorkerPlacemen
 from discovery_harness.runtime import gpu_session, gpus
 from discovery_harness.runtime.preflight import driver_problem
 from discovery_harness_scenarios.catalogue import CATALOGUE, LLM_DIFFUSION, by_name
-from tests.inner_pytest import run_pytest
+from tests.inner_pytest import ONE_GPU, run_pytest
 
 pytestmark = pytest.mark.unit
 
@@ -33,7 +33,7 @@ def test_gpu_tier_without_a_gpu_is_one_usage_error_within_seconds():
 
 def test_more_xdist_workers_than_gpus_is_a_usage_error():
     result = run_pytest(
-        "scenarios", "-n", "2", "--tier", "gpu", "-m", "gpu_1", env={"CUDA_VISIBLE_DEVICES": "0"}
+        "scenarios", "-n", "2", "--tier", "gpu", "-m", "gpu_1", env=ONE_GPU
     )
     assert result.returncode == 4, result.stdout + result.stderr
     assert "-n 2 is more xdist workers than the 1 visible GPU(s)" in result.stderr

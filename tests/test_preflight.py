@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from discovery_harness.common.locations import package_dir
 from discovery_harness.processes.infra.local_process import LocalProcessProvider
 from discovery_harness.runtime import preflight
 
@@ -78,8 +80,10 @@ def test_no_gpu_fails_preflight_unless_a_rehearsal_allows_it():
     assert "preflight: [ok] stack versions: ai-dynamo 1.6.1, sglang 0.5.21" in allowed.stdout
 
 
-def test_preflight_runs_on_the_standard_library_alone():
-    """It runs in the image's Python before the harness's libraries are installed."""
+def test_preflight_runs_on_the_standard_library_alone(tmp_path):
+    """It runs in the image's Python before the harness's libraries are installed (the
+    harness's package alone on the path: no site-packages at all)."""
+    (tmp_path / "discovery_harness").symlink_to(package_dir("discovery_harness"))
     code = (
         "import sys; import discovery_harness.runtime.preflight, "
         "discovery_harness.runtime.image_stack; "
@@ -87,7 +91,12 @@ def test_preflight_runs_on_the_standard_library_alone():
         "sys.stdlib_module_names and m.split('.')[0] != 'discovery_harness'))"
     )
     result = subprocess.run(
-        [sys.executable, "-S", "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-S", "-c", code],
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.stdout.strip() == "['__main__']", result.stdout + result.stderr
 

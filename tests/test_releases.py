@@ -18,10 +18,11 @@ from xml.etree import ElementTree
 import pytest
 
 from discovery_harness.cli.app import main as harness_main
+from discovery_harness.common import locations
 from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.history import html, releases, start_paths, table
 from discovery_harness.history.record import ItemFindings
-from discovery_harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, read_junit, run_release
+from discovery_harness.history.run import DEFAULT_ENVS, ReleaseRun, read_junit, run_release
 from discovery_harness.judge import checks
 from discovery_harness.judge import deployment as judged
 from discovery_harness.model.catalogue import load
@@ -312,8 +313,7 @@ def test_each_release_matches_its_stand_ins(release: str):
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(locations.worker_import_root())},
     )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "0 difference(s)" in result.stdout

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.inner_pytest import ROOT, run_pytest, session_env
+from tests.inner_pytest import ONE_GPU, ROOT, run_pytest, session_env
 
 SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated]"
 GPU_SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated-1gpu]"
@@ -64,7 +64,7 @@ def test_bad_option_is_one_usage_error(args, env, says):
 )
 def test_a_test_id_of_the_other_tier_names_this_tiers_ids(args, says):
     # One GPU said to be visible: with none, "no GPU" would be the usage error instead.
-    result = run_pytest("-q", *args, env={"CUDA_VISIBLE_DEVICES": "0"}, timeout=60)
+    result = run_pytest("-q", *args, env=ONE_GPU, timeout=60)
     _assert_one_usage_error(result, says, "ERROR: ")
     if "--tier" in args and "gpu" in args:
         assert "[aggregated-1gpu]" in result.stderr

@@ -16,19 +16,20 @@ from pathlib import Path
 
 import pytest
 
-from discovery_harness.history.run import CONFORMANCE_TEST, CONFORMANCE_TESTS, ROOT, outcome
+from discovery_harness.common import locations
+from discovery_harness.history.run import CONFORMANCE_TEST, outcome
 from discovery_harness.model import catalogue as catalogue_module
 from discovery_harness.report import default_report_dir, remove_reports
 from discovery_harness.report.pytest_run import COMMAND_KEY
 
-REPORT = ROOT / "reports" / "conformance.xml"  # HARNESS_REPORT_DIR moves it (and the others)
+REPORT = "conformance.xml"  # in reports/ of the current directory, or HARNESS_REPORT_DIR
 HELP = f"""\
-Runs {CONFORMANCE_TESTS}::{CONFORMANCE_TEST}:
+Runs {locations.SCENARIOS_PACKAGE}.{locations.CONFORMANCE_MODULE}::{CONFORMANCE_TEST}:
 every topology of the catalogue deployed on real etcd, NATS, frontend and dynamo.sglang
 workers, its cards checked in etcd and its requests served (CPU tier: one test per
 topology; GPU tier: one per layout).
 
-The JUnit report (with per-worker timelines) goes to {REPORT.relative_to(ROOT)}, beside
+The JUnit report (with per-worker timelines) goes to reports/{REPORT}, beside
 report.json, report.md and report.html (the folder: HARNESS_REPORT_DIR, else reports/); a
 summary, one line per test, is printed at the end. A run that ran no test leaves no report.
 
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
             + ", ".join(sorted(known))
         )
     reports = default_report_dir()
-    report = reports / REPORT.name
+    report = reports / REPORT
     reports.mkdir(parents=True, exist_ok=True)
     remove_reports(reports)  # even pytest's own usage errors leave no older report
     report.unlink(missing_ok=True)
@@ -109,7 +110,13 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     draft.unlink()  # pytest writes it only when a session runs
     try:
         code = pytest.main(
-            [CONFORMANCE_TESTS, f"--junitxml={draft}", "-o", "junit_logging=no", *extra],
+            [
+                str(locations.conformance_tests()),
+                f"--junitxml={draft}",
+                "-o",
+                "junit_logging=no",
+                *extra,
+            ],
             plugins=plugins,
         )
         if code == pytest.ExitCode.NO_TESTS_COLLECTED:

@@ -7,7 +7,6 @@ import contextlib
 import functools
 import os
 import signal
-from pathlib import Path
 
 from discovery_harness.deployment.options import SHARED, TCP
 from discovery_harness.deployment.plan import DeploymentPlan
@@ -19,8 +18,6 @@ from discovery_harness.processes.loopback import ProcessPorts
 from discovery_harness.processes.managed import ManagedProcess, stop_all
 from discovery_harness.runtime.frontend import Frontend, start_frontend
 from discovery_harness.runtime.launch import WorkerSite, worker_command
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 class Processes:
@@ -74,7 +71,7 @@ class Processes:
         log_path = plan.workdir / "logs" / f"{spec.role}{self._restart_suffix(spec.role)}.log"
         spawner = session.spawner if plan.forked else None
         fork = (  # the template is handed the command whole
-            functools.partial(spawner.spawn, command, ROOT, log_path)
+            functools.partial(spawner.spawn, command, plan.workdir, log_path)
             if spawner is not None
             else None
         )
@@ -83,7 +80,7 @@ class Processes:
             argv=command.argv(),
             env=command.environment(),
             log_path=log_path,
-            cwd=ROOT,
+            cwd=plan.workdir,
             spawn=fork,
         ).start()
         pinned = spec.pin_request_plane and plan.request_plane == TCP

@@ -24,8 +24,6 @@ from discovery_harness.runtime.frontend import Frontend, start_frontend
 from discovery_harness.runtime.launch import template_env
 from discovery_harness.runtime.model_source import model_source
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def scratch_dir(stack: contextlib.ExitStack) -> Path:
     """A short private temp root for worker TMPDIRs (sglang's IPC socket paths must fit 107
@@ -53,7 +51,7 @@ def start_template(
     """The pre-imported CPU worker template; started, not waited for (its imports overlap
     the frontend's start)."""
     env = template_env(endpoints.etcd, endpoints.nats, scratch / "hf", scratch / "zygote")
-    zygote = spawn.Zygote(env, workdir / "zygote.log", ROOT).start()
+    zygote = spawn.Zygote(env, workdir / "zygote.log", workdir).start()
     stack.callback(zygote.stop)
     return zygote
 

@@ -20,7 +20,6 @@ from discovery_harness.common.exits import USAGE_ERROR
 from discovery_harness.history import html, releases, start_paths, table
 from discovery_harness.history.run import (
     DEFAULT_ENVS,
-    ROOT,
     ReleaseRun,
     environment_for,
     run_release,
@@ -81,7 +80,11 @@ def _one_release(
             built = True
             say(f"history: ai-dynamo {release}: building its environment ...")
             try:
-                releases.build(release, lambda line: say(f"history: {release}: {line}"))
+                releases.build(
+                    release,
+                    lambda line: say(f"history: {release}: {line}"),
+                    envs_dir / f"dynamo-{release}",
+                )
             except dynamo_env.DynamoEnvError as failed:
                 return ReleaseRun(release, "-", error=str(failed))
     say(f"history: ai-dynamo {release}: running {len(topologies)} topologies ...")
@@ -115,7 +118,7 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
         print(f"harness history: error: {bad.args[0] if bad.args else bad}", file=sys.stderr)
         return USAGE_ERROR
     envs_dir = Path(args.envs_dir) if args.envs_dir else DEFAULT_ENVS
-    out_dir = Path(args.out) if args.out else ROOT / "reports" / "history"
+    out_dir = Path(args.out) if args.out else Path("reports") / "history"
     out_dir.mkdir(parents=True, exist_ok=True)
     kept = _previous(out_dir)
     # Per release, the topologies the table does not hold yet (all of them with --rerun).

@@ -13,6 +13,7 @@ import pytest
 from discovery_harness.deployment import Session, Settings
 from discovery_harness.deployment import session_setup as setup
 from discovery_harness.discovery.observer import DiscoveryObserver
+from discovery_harness.plugin import scope
 from discovery_harness.plugin.session import GPU_SHARE_KEY, PROGRESS_KEY, SPAWN_KEY, chosen_tier
 from discovery_harness.processes.infra import Endpoints, select_provider
 from discovery_harness.runtime import spawn
@@ -20,12 +21,16 @@ from discovery_harness.runtime.model_source import ModelSource, model_source
 
 
 @pytest.fixture(autouse=True)
-def _process_environment_kept() -> Iterator[None]:
+def _process_environment_kept(request: pytest.FixtureRequest) -> Iterator[None]:
     """What a test (or a library it loads: torch sets TORCHINDUCTOR_CACHE_DIR when it loads a
     model) leaves in os.environ ends with the test. Every process the harness starts inherits
     os.environ, and a forked worker must match the template in what it read at import: without
     this, a worker's environment would depend on which tests ran before it (and so on xdist's
-    scheduling). Session fixtures are set up before this snapshot, so theirs stays."""
+    scheduling). Session fixtures are set up before this snapshot, so theirs stays. Another
+    suite's tests are left as they are (plugin.scope)."""
+    if not scope.is_marked_own(request.node):
+        yield
+        return
     saved = dict(os.environ)
     try:
         yield

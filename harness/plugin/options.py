@@ -15,6 +15,7 @@ import pytest
 
 from discovery_harness.model import catalogue
 from discovery_harness.model.topology import Topology
+from discovery_harness.plugin import scope
 from discovery_harness.processes.infra import PROVIDERS
 from discovery_harness.report import pytest_run as report_run
 from discovery_harness.runtime import spawn, tier
@@ -29,6 +30,7 @@ ENV_VARIABLES = {
     "HARNESS_PROGRESS": "default of --progress",
     "HARNESS_DYNAMO_ENV": "set by --dynamo-env: the release environment's python",
     "HARNESS_CATALOGUE": "the catalogue module (default discovery_harness_scenarios.catalogue)",
+    "HARNESS_CUDA_INIT": "the GPU probe's CUDA init answer, given as JSON (tests without a GPU)",
     "HARNESS_ETCD_IMAGE, HARNESS_NATS_IMAGE": "the images of --infra docker",
     "ETCD_ENDPOINTS, NATS_SERVER": "--infra external (auto takes them when both are set)",
 }
@@ -113,9 +115,8 @@ DURATION_HELP: dict[str, tuple[float | None, str]] = {
 }
 
 
-def add_options(parser: pytest.Parser) -> None:
+def add_options(group: pytest.OptionGroup | _Unclashing) -> None:
     """The harness's group, placed right after pytest's `general` so `--help` shows it early."""
-    group = parser.getgroup(GROUP, GROUP_TITLE, after="general")
     for dest, text in CHOICE_HELP.items():
         group.addoption(
             _flag(dest),
@@ -219,9 +220,53 @@ def tier_id_hint(
     return None
 
 
+OWN_FLAGS_KEY = pytest.StashKey[set[str]]()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser)
-    report_run.add_option(parser.getgroup(GROUP))
+    scope.add_ini(parser)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Generator[None, object, object]:
+    """The options, added once the suite's own conftest files have added theirs: installed
+    in another suite, the harness never takes an option name that suite uses (that suite's
+    option wins; the harness then has no such option there)."""
+    result = yield
+    own = _Unclashing(parser.getgroup(GROUP, GROUP_TITLE, after="general"), _taken(parser))
+    add_options(own)
+    report_run.add_option(own)
+    early_config.stash[OWN_FLAGS_KEY] = own.added
+    return result
+
+
+def _taken(parser: pytest.Parser) -> set[str]:
+    """Every option name added so far, in any group (pytest checks a group's own only;
+    argparse then refuses the whole command line). pytest keeps the groups privately."""
+    groups = [getattr(parser, "_anonymous", None), *getattr(parser, "_groups", [])]
+    return {name for g in groups if g is not None for o in g.options for name in o.names()}
+
+
+class _Unclashing:
+    """An option group that leaves out any option whose name is taken."""
+
+    def __init__(self, group: pytest.OptionGroup, taken: set[str]) -> None:
+        self.group = group
+        self.taken = taken
+        self.added: set[str] = set()
+
+    def addoption(self, *names: str, **attrs: object) -> None:
+        if self.taken & set(names):
+            return
+        self.group.addoption(*names, **attrs)  # type: ignore[arg-type]
+        self.added.update(names)
+
+
+def own_flags(config: pytest.Config) -> set[str]:
+    """The harness's option flags this run has (a flag on the command line asks for it)."""
+    return config.stash.get(OWN_FLAGS_KEY, set())
 
 
 @pytest.hookimpl(wrapper=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from discovery_harness.model.topology import Scenario, Topology, UnsupportedRelease
+from discovery_harness.plugin import scope
 from discovery_harness.plugin.session import GPU_MEMORY_KEY, GPU_SHARE_KEY, chosen_tier
 from discovery_harness.runtime import dynamo_env, gpu_session
 
@@ -50,13 +51,16 @@ def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology,
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Self-tests run only when -m names them (or, for pre_merge ones, with no -m at all);
-    nightly items only when -m is given. On the GPU tier, layouts that need more GPUs than
-    this run's share are skipped, and so are CPU-tier tests (self-tests: their faults live in
-    the CPU launcher)."""
+    """Of the harness's own items (plugin.scope): self-tests run only when -m names them (or,
+    for pre_merge ones, with no -m at all); nightly items only when -m is given. On the GPU
+    tier, layouts that need more GPUs than this run's share are skipped, and so are CPU-tier
+    tests (self-tests: their faults live in the CPU launcher)."""
     expression = config.getoption("markexpr") or ""
     keep, drop = [], []
     for item in items:
+        if not scope.is_marked_own(item):  # another suite's item: as it is
+            keep.append(item)
+            continue
         _skip_what_cannot_run(item, config)
         is_selftest = item.get_closest_marker("selftest") is not None
         nightly = item.get_closest_marker("nightly") is not None

@@ -13,13 +13,12 @@ from discovery_harness.report.model import RunEntry, as_dict, run_from_dict
 FILES = ("report.json", "report.md", "report.html")
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 REPORT_DIR_ENV = "HARNESS_REPORT_DIR"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def default_report_dir() -> Path:
-    """reports/ in the project, or HARNESS_REPORT_DIR."""
+    """reports/ in the current directory, or HARNESS_REPORT_DIR."""
     chosen = os.environ.get(REPORT_DIR_ENV)
-    return Path(chosen) if chosen else ROOT / "reports"
+    return Path(chosen) if chosen else Path.cwd() / "reports"
 
 
 def write_reports(run: RunEntry, out_dir: Path) -> list[Path]:

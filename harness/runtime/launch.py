@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from discovery_harness.common import locations
 from discovery_harness.model.topology import Scenario, WorkerSpec
 from discovery_harness.processes.loopback import (
     LOOPBACK,
@@ -31,11 +32,6 @@ from discovery_harness.processes.loopback import (
 from discovery_harness.runtime import dynamo_env
 from discovery_harness.runtime.tier import CPU, STAND_INS_ENV, TierPolicy
 from discovery_harness_workers.faults import FAULT_DELAY_ENV, FAULT_ENV
-
-ROOT = Path(__file__).resolve().parents[2]
-# On a CPU-tier worker's PYTHONPATH: its start-up hook gives the python processes a worker
-# spawns itself (the gateway's `python -m dynamo.sglang` children) the same stand-ins.
-STARTUP_HOOK_DIR = ROOT / "workers" / "startup"
 
 
 @dataclass(frozen=True)
@@ -208,11 +204,13 @@ def hugging_face_env(tier: TierPolicy, hf_home: Path, offline: bool = True) -> d
 
 
 def stand_in_env() -> dict[str, str]:
-    """PYTHONPATH of CPU-tier processes: the start-up hook's folder and the project."""
+    """PYTHONPATH of CPU-tier processes: the start-up hook's folder (it gives the python
+    processes a worker spawns itself, the gateway's `python -m dynamo.sglang` children, the same
+    stand-ins) and a folder holding only the workers package (a release environment's python
+    imports it from there, and nothing else of the harness's environment)."""
     inherited = os.environ.get("PYTHONPATH", "")
-    return {
-        "PYTHONPATH": os.pathsep.join(p for p in (str(STARTUP_HOOK_DIR), str(ROOT), inherited) if p)
-    }
+    own = (str(locations.startup_hook_dir()), str(locations.worker_import_root()))
+    return {"PYTHONPATH": os.pathsep.join(p for p in (*own, inherited) if p)}
 
 
 def template_env(etcd: str, nats: str, hf_home: Path, tmpdir: Path) -> dict[str, str]:

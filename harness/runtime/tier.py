@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from discovery_harness.model.topology import Scenario
-from discovery_harness.runtime.gpus import visible_gpus
+from discovery_harness.runtime import gpu_probe
+from discovery_harness.runtime.gpu_probe import GpuProbe
 
 # The stand-in switch for a CPU-tier worker's own python children (workers/startup).
 STAND_INS_ENV = "HARNESS_STAND_INS"
@@ -221,15 +222,17 @@ def sglang_cuda_build() -> str | None:
     return None
 
 
-def choose(requested: str) -> TierChoice:
-    """`--tier NAME`: that tier; `auto`: the GPU tier where it can really run."""
+def choose(requested: str, found: GpuProbe | None = None) -> TierChoice:
+    """`--tier NAME`: that tier; `auto`: the GPU tier where it can really run (the GPU probe,
+    `found`, taken here when not given)."""
     if requested in TIERS:
         return TierChoice(TIERS[requested], "asked for with --tier")
     if requested != "auto":
         raise ValueError(f"--tier must be auto, {' or '.join(TIERS)}, not {requested!r}")
-    gpus = visible_gpus()
-    if not gpus:
-        return TierChoice(CPU, "auto: no CUDA GPU visible (CUDA_VISIBLE_DEVICES / nvidia-smi)")
+    found = found or gpu_probe.probe()
+    if not found.usable:
+        return TierChoice(CPU, f"auto: {found.describe()}")
+    gpus = found.usable
     missing = sglang_cuda_build()
     if missing:
         return TierChoice(CPU, f"auto: {len(gpus)} GPU(s) visible but {missing}")
