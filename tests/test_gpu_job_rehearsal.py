@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.checkout_copy import copy_checkout
+
 ROOT = Path(__file__).resolve().parent.parent
 REHEARSAL = ROOT / "ci" / "rehearsal" / "run.sh"
 PLAIN_INSTALL = (
@@ -72,7 +74,8 @@ def test_gpu_job_rehearsal_runs_everything_up_to_the_gpu(tmp_path):
 
 def test_gpu_job_rehearsal_catches_a_plain_pip_install_into_the_system_python(tmp_path):
     checkout = tmp_path / "checkout"
-    shutil.copytree(ROOT, checkout, ignore=shutil.ignore_patterns(".venv", "build", ".git"))
+    written = copy_checkout(ROOT, checkout)  # the files git knows: no .venvs/, no build/
+    print(f"rehearsal: the checkout's copy: {written / 1e6:.1f} MB in {checkout}")
     subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)  # run.sh lists its files
     job = checkout / "ci" / "gpu-job.sh"
     text = job.read_text()
