@@ -1,6 +1,6 @@
 """The pytest plugin: options, markers, session infrastructure, the `deploy` fixture, reports.
 
-Registered through the `pytest11` entry point `discovery_harness` wherever the harness is
+Registered through the `pytest11` entry point `discovery_harness.plugin` wherever the harness is
 installed, and inert until asked for (plugin.scope): then any test can ask for `deploy` and
 get a topology running against real etcd, NATS, the real frontend and real dynamo.sglang
 workers. Its rooms: `scope` (which items are the harness's, and when it is asked for),

@@ -77,7 +77,7 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
         try:
             return deployment.start().await_ready()
         except ContractFailure:
-            if request.config.getoption("probe_after_failure"):
+            if options.value(request.config, "probe_after_failure"):
                 _probe(deployment)
             raise
 

@@ -13,7 +13,7 @@ import pytest
 from discovery_harness.deployment import Session, Settings
 from discovery_harness.deployment import session_setup as setup
 from discovery_harness.discovery.observer import DiscoveryObserver
-from discovery_harness.plugin import scope
+from discovery_harness.plugin import options, scope
 from discovery_harness.plugin.session import GPU_SHARE_KEY, PROGRESS_KEY, SPAWN_KEY, chosen_tier
 from discovery_harness.processes.infra import Endpoints, select_provider
 from discovery_harness.runtime import spawn
@@ -45,9 +45,9 @@ def harness_settings(pytestconfig: pytest.Config) -> Settings:
     return Settings(
         tier=chosen_tier(pytestconfig),
         spawn=pytestconfig.stash[SPAWN_KEY],
-        register_deadline_s=pytestconfig.getoption("register_deadline"),
-        card_grace_s=pytestconfig.getoption("card_grace"),
-        list_deadline_s=pytestconfig.getoption("list_deadline"),
+        register_deadline_s=options.value(pytestconfig, "register_deadline"),
+        card_grace_s=options.value(pytestconfig, "card_grace"),
+        list_deadline_s=options.value(pytestconfig, "list_deadline"),
     )
 
 
@@ -66,7 +66,7 @@ def harness_scratch() -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def infra_endpoints(pytestconfig: pytest.Config, harness_workdir: Path) -> Iterator[Endpoints]:
     with contextlib.ExitStack() as stack:
-        provider = select_provider(pytestconfig.getoption("infra"))
+        provider = select_provider(options.value(pytestconfig, "infra"))
         yield setup.start_infra(stack, provider, harness_workdir)
 
 
@@ -79,7 +79,7 @@ def discovery_observer(infra_endpoints: Endpoints) -> Iterator[DiscoveryObserver
 @pytest.fixture(scope="session")
 def models(pytestconfig: pytest.Config, harness_workdir: Path) -> ModelSource:
     return model_source(
-        chosen_tier(pytestconfig), pytestconfig.getoption("model"), harness_workdir / "models"
+        chosen_tier(pytestconfig), options.value(pytestconfig, "model"), harness_workdir / "models"
     )
 
 
@@ -126,5 +126,5 @@ def harness_session(
             spawner=worker_template,
             gpu_share=pytestconfig.stash[GPU_SHARE_KEY],
             progress=pytestconfig.stash[PROGRESS_KEY],
-            progress_heartbeat_s=pytestconfig.getoption("progress_heartbeat"),
+            progress_heartbeat_s=options.value(pytestconfig, "progress_heartbeat"),
         )

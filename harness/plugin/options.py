@@ -166,16 +166,16 @@ def add_options(group: pytest.OptionGroup | _Unclashing) -> None:
 def check_values(config: pytest.Config) -> None:
     """The values that need no tier: choices and durations. Raises ValueError (one line)."""
     for dest, choices in CHOICES.items():
-        value = config.getoption(dest)
-        if value not in choices:
+        given = value(config, dest)
+        if given not in choices:
             raise ValueError(
-                f"{_flag(dest)} {value!r}: not one of {', '.join(choices)}"
-                + (f" (from HARNESS_{dest.upper()})" if _from_env(dest, value) else "")
+                f"{_flag(dest)} {given!r}: not one of {', '.join(choices)}"
+                + (f" (from HARNESS_{dest.upper()})" if _from_env(dest, given) else "")
             )
     for dest in DURATION_HELP:
-        value = config.getoption(dest)
-        if value is not None and not value > 0:
-            raise ValueError(f"{_flag(dest)} {value:g}: a duration must be more than 0 seconds")
+        given = value(config, dest)
+        if given is not None and not given > 0:
+            raise ValueError(f"{_flag(dest)} {given:g}: a duration must be more than 0 seconds")
 
 
 def _from_env(dest: str, value: str) -> bool:
@@ -184,14 +184,14 @@ def _from_env(dest: str, value: str) -> bool:
 
 def check_for_tier(config: pytest.Config, chosen: tier.TierPolicy) -> None:
     """Options the chosen tier would ignore are refused, not dropped."""
-    if chosen.tiny_models and config.getoption("model"):
+    if chosen.tiny_models and value(config, "model"):
         raise ValueError(
-            f"--model {config.getoption('model')[0]!r}: the CPU tier ignores --model (it "
+            f"--model {value(config, 'model')[0]!r}: the CPU tier ignores --model (it "
             "generates tiny local models); use it with --tier gpu"
         )
-    if not chosen.fault_injection and config.getoption("inject_fault"):
+    if not chosen.fault_injection and value(config, "inject_fault"):
         raise ValueError(
-            f"--inject-fault {config.getoption('inject_fault')[0]!r}: faults exist only in the "
+            f"--inject-fault {value(config, 'inject_fault')[0]!r}: faults exist only in the "
             "CPU tier's launcher; use it with --tier cpu"
         )
 
@@ -221,6 +221,7 @@ def tier_id_hint(
 
 
 OWN_FLAGS_KEY = pytest.StashKey[set[str]]()
+DEFAULTS_KEY = pytest.StashKey[dict[str, object]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -239,6 +240,7 @@ def pytest_load_initial_conftests(
     add_options(own)
     report_run.add_option(own)
     early_config.stash[OWN_FLAGS_KEY] = own.added
+    early_config.stash[DEFAULTS_KEY] = own.defaults
     return result
 
 
@@ -256,12 +258,25 @@ class _Unclashing:
         self.group = group
         self.taken = taken
         self.added: set[str] = set()
+        self.defaults: dict[str, object] = {}  # by dest, of every option, added or not
 
     def addoption(self, *names: str, **attrs: object) -> None:
+        dest = str(attrs.get("dest") or names[-1].lstrip("-").replace("-", "_"))
+        flag = attrs.get("action") == "store_true"
+        self.defaults[dest] = attrs.get("default", False if flag else None)
         if self.taken & set(names):
             return
         self.group.addoption(*names, **attrs)  # type: ignore[arg-type]
         self.added.update(names)
+
+
+def value(config: pytest.Config, dest: str) -> object:
+    """The harness's option `dest` as given; its default where the suite has an option of
+    that name (the harness left its own out: the suite's value is not the harness's)."""
+    added = config.stash.get(OWN_FLAGS_KEY, None)
+    if added is None or _flag(dest) in added:
+        return config.getoption(dest)
+    return config.stash[DEFAULTS_KEY][dest]
 
 
 def own_flags(config: pytest.Config) -> set[str]:

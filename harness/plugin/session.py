@@ -76,35 +76,35 @@ def activate(config: pytest.Config) -> None:
             config.addinivalue_line("markers", f"{name}: {text}")
     described = {  # the tier once chosen, below
         "release": dynamo_env.active().version,
-        "infra": config.getoption("infra"),
-        "spawn": config.getoption("spawn"),
+        "infra": options.value(config, "infra"),
+        "spawn": options.value(config, "spawn"),
     }
     report = config.pluginmanager.get_plugin(report_run.PLUGIN_NAME)
     if report is not None:
         report.start(described)
     try:
         options.check_values(config)
-        if config.getoption("dynamo_env"):
-            chosen_env = dynamo_env.resolve(config.getoption("dynamo_env"))
+        if options.value(config, "dynamo_env"):
+            chosen_env = dynamo_env.resolve(options.value(config, "dynamo_env"))
             os.environ[dynamo_env.ENV_VARIABLE] = chosen_env.python
         found = _probe(config)
-        config.stash[TIER_KEY] = tier.choose(config.getoption("tier"), found)
+        config.stash[TIER_KEY] = tier.choose(options.value(config, "tier"), found)
         described["tier"] = chosen_tier(config).name
-        apply_overrides({}, config.getoption("model"))
+        apply_overrides({}, options.value(config, "model"))
         options.check_for_tier(config, chosen_tier(config))
         config.stash[SPAWN_KEY] = spawn.spawn_mode(
-            config.getoption("spawn"), chosen_tier(config), dynamo_env.active().own
+            options.value(config, "spawn"), chosen_tier(config), dynamo_env.active().own
         )
         described["spawn"] = config.stash[SPAWN_KEY]
         described["release"] = dynamo_env.active().version
         config.stash[FAULTS_KEY] = usage.injected_faults(
-            config.getoption("inject_fault"), catalogue.load()
+            options.value(config, "inject_fault"), catalogue.load()
         )
-        if config.getoption("port_range"):
-            ports.use_range(config.getoption("port_range"))
+        if options.value(config, "port_range"):
+            ports.use_range(options.value(config, "port_range"))
     except ValueError as bad:
         raise pytest.UsageError(str(bad)) from None
-    no_gpu = gpu_session.usage_problem(config, found)
+    no_gpu = gpu_session.usage_problem(config, found, str(options.value(config, "tier")))
     if no_gpu:
         raise pytest.UsageError(no_gpu)
     config.stash[GPU_SHARE_KEY] = gpus.share(found.usable, *gpus.xdist_position())
@@ -119,7 +119,8 @@ def activate(config: pytest.Config) -> None:
 def _probe(config: pytest.Config) -> GpuProbe:
     """The GPUs and whether the workers' stack can use them; no CUDA init for --tier cpu (it
     uses no GPU) nor for a listing (it starts nothing)."""
-    if config.getoption("tier") == "cpu" or config.option.collectonly:
+    asked = tier.TIERS.get(options.value(config, "tier"))  # None for auto
+    if (asked is not None and not asked.gpus) or config.option.collectonly:
         visible = gpus.visible_gpus()
         return GpuProbe(visible, visible, None)
     return gpu_probe.probe(dynamo_env.active().python)
@@ -128,7 +129,7 @@ def _probe(config: pytest.Config) -> GpuProbe:
 def _progress_sink(config: pytest.Config) -> Callable[[str], None] | None:
     """Progress lines go to a duplicate of stderr taken now, while pytest's capture is
     suspended: it reaches the terminal during tests, with -q, and from xdist workers."""
-    wanted = config.getoption("progress")
+    wanted = options.value(config, "progress")
     if wanted == "off" or (wanted == "auto" and not chosen_tier(config).progress):
         return None
     stream = os.fdopen(os.dup(2), "w", buffering=1, errors="replace")
@@ -171,7 +172,7 @@ def _first_lines(config: pytest.Config) -> None:
     choice = config.stash[TIER_KEY]
     reporter.write_line(f"discovery harness: {choice.describe()}")
     reporter.write_line(f"discovery harness: Dynamo: {dynamo_env.active().describe()}")
-    models = describe_models(choice.tier, config.getoption("model"))
+    models = describe_models(choice.tier, options.value(config, "model"))
     reporter.write_line(f"discovery harness: models: {models}")
     faults = config.stash[FAULTS_KEY]
     injected = ", ".join(f"{role}={fault}" for role, fault in faults.items())
@@ -208,11 +209,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     running = [i for i in session.items if not i.get_closest_marker("skip")]
     if not any("harness_session" in getattr(i, "fixturenames", ()) for i in running):
         return
-    problem = usage.unavailable_infra(config.getoption("infra"))
+    problem = usage.unavailable_infra(options.value(config, "infra"))
     if problem is None and not chosen_tier(config).tiny_models:
         topologies = {t.name: t for t in map(topology_of, running) if t is not None}
         problem = usage.missing_gpu_models(
-            topologies.values(), catalogue.load(), config.getoption("model")
+            topologies.values(), catalogue.load(), options.value(config, "model")
         )
     if problem:
         raise pytest.UsageError(problem)

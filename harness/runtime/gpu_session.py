@@ -26,11 +26,11 @@ MEMORY_VARIABLE = "HARNESS_GPU_MEMORY_GIB"
 NOTHING_RAN = pytest.ExitCode.TESTS_FAILED
 
 
-def usage_problem(config: pytest.Config, found: GpuProbe) -> str | None:
+def usage_problem(config: pytest.Config, found: GpuProbe, requested: str) -> str | None:
     """Why `--tier gpu` cannot run anything on this machine (one line), or None, from the same
     probe the session takes its GPUs from. Listing (`--collect-only`) needs no GPU; xdist
     workers leave the check to their controller."""
-    asked = TIERS.get(config.getoption("tier"))  # None for auto: it never picks an absent GPU
+    asked = TIERS.get(requested)  # None for auto: it never picks an absent GPU
     if asked is None or not asked.gpus or config.option.collectonly:
         return None
     if hasattr(config, "workerinput"):
