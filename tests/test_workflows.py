@@ -48,11 +48,11 @@ def _workflow(name: str) -> dict:
 
 
 def test_workflows_live_where_github_runs_them():
-    assert {p.name for p in WORKFLOWS.glob("*.yml")} == {"cpu.yml", "gpu.yml"}
+    assert {p.name for p in WORKFLOWS.glob("*.yml")} == {"cpu.yml", "gpu.yml", "dynamo.yml"}
     assert not list((ROOT / "ci").glob("*.yml")), "workflows in ci/ never run"
 
 
-@pytest.mark.parametrize("name", ["cpu.yml", "gpu.yml"])
+@pytest.mark.parametrize("name", ["cpu.yml", "gpu.yml", "dynamo.yml"])
 def test_workflow_passes_actionlint(actionlint, name):
     result = _lint(actionlint, WORKFLOWS / name)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -118,3 +118,22 @@ def test_the_gpu_job_runs_the_image_as_dynamos_docs_do():
     assert "CUDA_VISIBLE_DEVICES" in script.split("docker_job()")[1]  # the runner's GPUs
     assert "--basetemp=\"$WORK/tmp" in script and 'WORK="${WORK:-/tmp/' in script
     assert "--tier gpu" in script and "models fetch -m" in script
+
+
+def test_dynamos_pipeline_calls_one_job_in_the_image_under_test():
+    """The reusable workflow a Dynamo maintainer adds: its inputs, the job in the image (the
+    CPU tier without GPU options), the one job script, the reports kept."""
+    workflow = _workflow("dynamo.yml")
+    call = workflow[True]["workflow_call"]
+    assert {"image", "tier", "marks", "release"} <= set(call["inputs"])
+    assert call["inputs"]["tier"]["default"] == "cpu"
+    job = workflow["jobs"]["discovery-conformance"]
+    assert job["container"]["image"] == "${{ inputs.image }}"
+    assert "--gpus all" in job["container"]["options"] and "inputs.tier == 'gpu'" in str(job)
+    assert _runs(job) == ["bash discovery-harness/ci/gpu-job.sh all"]
+    step = next(s for s in job["steps"] if "run" in s)
+    assert step["env"]["TIER"] == "${{ inputs.tier }}" and "MARKS" in step["env"]
+    uploads = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+    assert uploads and uploads[0]["if"] == "always()"
+    cpu_job = (ROOT / "ci" / "dynamo-cpu-job.sh").read_text()
+    assert 'TIER=cpu exec bash "$(dirname "${BASH_SOURCE[0]}")/gpu-job.sh"' in cpu_job

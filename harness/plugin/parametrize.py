@@ -52,10 +52,13 @@ def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology,
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Of the harness's own items (plugin.scope): self-tests run only when -m names them (or,
-    for pre_merge ones, with no -m at all); nightly items only when -m is given. On the GPU
-    tier, layouts that need more GPUs than this run's share are skipped, and so are CPU-tier
-    tests (self-tests: their faults live in the CPU launcher)."""
+    for pre_merge ones, with no -m at all); nightly items only when -m is given, and not for
+    an -m that asks for pre_merge without naming nightly (schedules as Dynamo's suite has them:
+    an item is nightly or pre_merge, so `-m "pre_merge and gpu_0"` is the CPU tier's per-change
+    set). On the GPU tier, layouts that need more GPUs than this run's share are skipped, and
+    so are CPU-tier tests (self-tests: their faults live in the CPU launcher)."""
     expression = config.getoption("markexpr") or ""
+    per_change = "pre_merge" in expression and "nightly" not in expression
     keep, drop = [], []
     for item in items:
         if not scope.is_marked_own(item):  # another suite's item: as it is
@@ -64,8 +67,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _skip_what_cannot_run(item, config)
         is_selftest = item.get_closest_marker("selftest") is not None
         nightly = item.get_closest_marker("nightly") is not None
-        if (expression and is_selftest and "selftest" not in expression) or (
-            not expression and nightly
+        if (
+            (expression and is_selftest and "selftest" not in expression)
+            or (not expression and nightly)
+            or (per_change and nightly)
         ):
             drop.append(item)
         else:

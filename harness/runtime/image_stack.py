@@ -3,10 +3,10 @@ installed in a Python environment. The GPU job installs the harness's libraries 
 and must never replace any of them (a different protobuf or filelock under the workers would
 be a different Dynamo). Standard library only: it runs in the image's Python before install.
 
-    python -m discovery_harness.runtime.image_stack constraints   # name==version of every stack
-package
-    python -m discovery_harness.runtime.image_stack touched VENV_SITE_PACKAGES  # stack packages
-there
+    python -m discovery_harness.runtime.image_stack constraints
+        name==version of every stack package
+    python -m discovery_harness.runtime.image_stack touched VENV_SITE_PACKAGES
+        the stack packages installed there
 """
 
 from __future__ import annotations
