@@ -123,6 +123,9 @@ plan() {
 run() {
   log "run: pytest --pyargs discovery_harness_scenarios -m \"$MARKS\" --tier $TIER --infra $INFRA"
   mkdir -p "$WORK/tmp"
+  # What --tier auto would take here, and why (the same GPU probe the run uses).
+  (cd "$WORK" && "$VENV/bin/python" -c 'from discovery_harness.runtime import tier
+print("tier auto here:", tier.choose("auto").describe())') | while read -r line; do log "$line"; done
   local offline=()
   [ "$TIER" = gpu ] && offline=(HF_HUB_OFFLINE=1)
   # The installed scenarios, from $WORK: no checkout on the path, Dynamo's own pytest plugins

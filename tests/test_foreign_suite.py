@@ -96,21 +96,21 @@ ASKS_FOR_A_TOPOLOGY = '''
 import httpx
 import pytest
 
+
 @pytest.mark.pre_merge
 @pytest.mark.gpu_0
-@pytest.mark.discovery_topology("aggregated")
-def test_my_change_keeps_discovery(discovery_deployment):
-    reply = httpx.post(
-        f"{discovery_deployment.frontend_url}/v1/chat/completions",
-        json={
-            "model": discovery_deployment.model,
-            "messages": [{"role": "user", "content": "Hello"}],
-            "max_tokens": 4,
-        },
-        timeout=60,
-    )
-    assert reply.status_code == 200, reply.text
-'''
+@pytest.mark.discovery_topology("mm-encode-pd")  # see: python -m discovery_harness topologies
+def test_my_change_keeps_multimodal_discovery(discovery_deployment):
+    listed = httpx.get(f"{discovery_deployment.frontend_url}/v1/models", timeout=10).json()
+    assert discovery_deployment.model in [m["id"] for m in listed["data"]]
+    reply = discovery_deployment.send("chat-image")  # an image and a question, judged
+    assert reply.ok, reply.problem
+'''  # README "Using it from another test suite", word for word
+
+
+def test_the_readme_shows_the_example_this_module_runs():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "```python\n" + ASKS_FOR_A_TOPOLOGY.lstrip("\n") + "```" in readme
 
 
 def foreign_suite(root: Path, *, asks_for_a_topology: bool = False) -> Path:
@@ -182,7 +182,7 @@ def test_a_test_of_another_suite_gets_a_topology_and_the_verdict(tmp_path):
         suite, "-m", "pre_merge and gpu_0", "--infra", "process", timeout=280
     )
     assert record is not None, output
-    topology_test = "tests/test_discovery.py::test_my_change_keeps_discovery"
+    topology_test = "tests/test_discovery.py::test_my_change_keeps_multimodal_discovery"
     assert record["outcomes"][topology_test] == [
         "setup:passed",
         "call:passed",
@@ -201,7 +201,7 @@ def test_a_test_of_another_suite_gets_a_topology_and_the_verdict(tmp_path):
     assert without is not None
     del record["outcomes"][topology_test]
     assert record["outcomes"] == without["outcomes"] != {}, output
-    assert "aggregated" in summary.read_text()  # the harness's report, its items only
+    assert "mm-encode-pd" in summary.read_text()  # the harness's report, its items only
     assert "test_cpu_check" not in summary.read_text()
 
 
@@ -216,11 +216,12 @@ def test_a_topology_of_another_suite_breaking_its_contract_fails_that_test(tmp_p
         "--infra",
         "process",
         "--inject-fault",
-        "worker=skip-registration",
+        "mm-worker=skip-registration",
         timeout=280,
     )
     assert record is not None, output
-    phases = record["outcomes"]["tests/test_discovery.py::test_my_change_keeps_discovery"]
+    test = "tests/test_discovery.py::test_my_change_keeps_multimodal_discovery"
+    phases = record["outcomes"][test]
     assert "setup:failed" in phases, output
     assert "serving but without a model card" in output, output[-4000:]
-    assert "worker 'worker' (pid " in output, output[-4000:]
+    assert "worker 'mm-worker' (pid " in output, output[-4000:]

@@ -137,3 +137,25 @@ def test_dynamos_pipeline_calls_one_job_in_the_image_under_test():
     assert uploads and uploads[0]["if"] == "always()"
     cpu_job = (ROOT / "ci" / "dynamo-cpu-job.sh").read_text()
     assert 'TIER=cpu exec bash "$(dirname "${BASH_SOURCE[0]}")/gpu-job.sh"' in cpu_job
+
+
+def test_the_readmes_lines_for_dynamos_ci_pass_actionlint(actionlint, tmp_path):
+    """README "Using it in Dynamo's CI": the step for the gpu_0 job and the job calling the
+    reusable workflow, each placed in a minimal workflow as they would sit in Dynamo's."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Using it in Dynamo's CI", 1)[1].split("\n### ", 1)[0]
+    step, job = [b.split("```", 1)[0] for b in section.split("```yaml\n")[1:3]]
+    assert "ci/dynamo-cpu-job.sh" in step and "workflows/dynamo.yml@" in job
+    hosts = {
+        "step.yml": "on:\n  workflow_call:\n    inputs:\n"
+        "      run_cpu_only_tests: {type: boolean, default: true}\n"
+        "      framework: {type: string, default: sglang}\n"
+        "jobs:\n  test:\n    runs-on: ubuntu-latest\n    container:\n      image: x\n"
+        "    steps:\n" + step,
+        "job.yml": "on: push\njobs:\n  build-sglang:\n    runs-on: ubuntu-latest\n"
+        "    steps:\n      - run: echo built\n" + job,
+    }
+    for name, text in hosts.items():
+        (tmp_path / name).write_text(text)
+        result = _lint(actionlint, tmp_path / name)
+        assert result.returncode == 0, name + result.stdout + result.stderr

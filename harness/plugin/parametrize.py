@@ -71,6 +71,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             (expression and is_selftest and "selftest" not in expression)
             or (not expression and nightly)
             or (per_change and nightly)
+            or (_opt_in(item) and "cuda_rehearsal" not in expression)
         ):
             drop.append(item)
         else:
@@ -78,6 +79,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _opt_in(item: pytest.Item) -> bool:
+    """A test of a cost of its own, run only when -m names its marker (the CUDA rehearsal)."""
+    return item.get_closest_marker("cuda_rehearsal") is not None
 
 
 def _skip_what_cannot_run(item: pytest.Item, config: pytest.Config) -> None:

@@ -37,6 +37,8 @@ MARKERS = {
     "pre_merge": "runs on every change",
     "nightly": "the long matrix; skipped unless selected with -m",
     "selftest": "fault-injection self-tests of the harness's own checks",
+    "cuda_rehearsal": "the CPU tier in a container holding the runtime image's CUDA stack (11 "
+    "GB, minutes); only when -m names it",
 }
 
 
