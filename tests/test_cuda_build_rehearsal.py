@@ -17,37 +17,18 @@ a few minutes. Marked `cuda_rehearsal` (not nightly): `.ci/run` leaves it out; r
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.checkout_copy import copy_checkout
+from tests.rehearsal import CONTAINER_MARKS, not_shown, rehearse
 
 ROOT = Path(__file__).resolve().parent.parent
-REHEARSAL = ROOT / "ci" / "rehearsal" / "run.sh"
 
-pytestmark = [
-    pytest.mark.cuda_rehearsal,
-    pytest.mark.skipif(os.geteuid() != 0, reason="podman here runs as root"),
-    pytest.mark.skipif(shutil.which("podman") is None, reason="ci/rehearsal/setup.sh not run"),
-    pytest.mark.timeout(2700),
-    # One xdist worker for all rehearsals: they share the cached image and stack folders.
-    pytest.mark.xdist_group("gpu-job-rehearsal"),
-]
-
-
-def rehearse(checkout: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", str(REHEARSAL), "--cuda", str(checkout)],
-        capture_output=True,
-        text=True,
-        timeout=2600,
-        cwd=ROOT,
-    )
+pytestmark = [pytest.mark.cuda_rehearsal, pytest.mark.timeout(2700), *CONTAINER_MARKS]
 
 
 def unmet(result: subprocess.CompletedProcess[str]) -> list[str]:
@@ -65,7 +46,7 @@ def unmet(result: subprocess.CompletedProcess[str]) -> list[str]:
         "the job passes": r"CPU job passed",
         "the step summary has the matrix": r"rehearsal: step summary: [1-9]\d* lines",
     }
-    missing = [what for what, pattern in expected.items() if not re.search(pattern, out)]
+    missing = not_shown(result, expected)
     if re.search(r"\d+ failed|\d+ error", out):
         missing.append("no test failed")
     if result.returncode != 0:
@@ -74,7 +55,7 @@ def unmet(result: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 def test_cuda_build_rehearsal_the_cpu_tier_passes_in_the_runtime_images_stack():
-    result = rehearse(ROOT)
+    result = rehearse(ROOT, "--cuda", timeout=2600)
     assert unmet(result) == [], result.stdout[-8000:] + result.stderr[-3000:]
 
 
@@ -89,7 +70,7 @@ def test_cuda_build_rehearsal_fails_when_a_stand_in_imports_a_cuda_only_module(t
     text = engine.read_text()
     marker = "from __future__ import annotations\n"
     engine.write_text(text.replace(marker, marker + "\nimport sgl_kernel  # noqa: F401\n", 1))
-    result = rehearse(checkout)
+    result = rehearse(checkout, "--cuda", timeout=2600)
     missing = unmet(result)
     out = result.stdout + result.stderr
     assert "the job passes" in missing and "the job exits 0" in missing, out[-6000:]
