@@ -85,7 +85,7 @@ fi
 step runtime "$REQ/torch.txt" "$REQ/dynamo-runtime.txt" -- \
   "${PIP[@]}" -r "$REQ/dynamo-runtime.txt" -c "$REQ/torch.txt"
 step nodeps "$REQ/dynamo-nodeps.txt" -- "${PIP[@]}" --no-deps -r "$REQ/dynamo-nodeps.txt"
-step harness "$REQ/harness.txt" "$ROOT/pyproject.toml" -- bash -c \
+step harness "$REQ/harness.txt" "$ROOT/pyproject.toml" "$ROOT/setup.py" -- bash -c \
   "${PIP[*]} -r '$REQ/harness.txt' -c '$REQ/torch.txt' && ${PIP[*]} --no-deps -e '$ROOT'"
 
 check_cpu_torch
