@@ -206,6 +206,7 @@ def test_a_test_of_another_suite_gets_a_topology_and_the_verdict(tmp_path):
 
 
 @pytest.mark.selftest
+@pytest.mark.nightly
 @pytest.mark.e2e
 @pytest.mark.timeout(300)
 def test_a_topology_of_another_suite_breaking_its_contract_fails_that_test(tmp_path):
