@@ -90,9 +90,13 @@ install() {
   (cd "$WORK" && "$VENV/bin/python" -m discovery_harness.runtime.image_stack constraints) \
     >"$WORK/image-stack.txt" || die "reading the image's stack"
   log "the image's stack: $(grep -E '^(ai-dynamo|sglang|torch)==' "$WORK/image-stack.txt" | tr '\n' ' ')"
+  # The harness's pins yield to the image's versions of the packages the image already has.
+  (cd "$WORK" && "$VENV/bin/python" -m discovery_harness.runtime.image_stack requirements \
+    "$ROOT/ci/requirements/harness.txt") >"$WORK/harness-requirements.txt" ||
+    die "reading ci/requirements/harness.txt"
   # pip of the image's Python, aimed at the venv (PEP 668 protects the system one, not the venv).
   "$PY" -m pip --python "$VENV/bin/python" install -q --disable-pip-version-check \
-    --no-warn-script-location -r "$ROOT/ci/requirements/harness.txt" -c "$WORK/image-stack.txt" ||
+    --no-warn-script-location -r "$WORK/harness-requirements.txt" -c "$WORK/image-stack.txt" ||
     die "pip install of ci/requirements/harness.txt (constrained to the image's stack)"
   local site
   site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')

@@ -114,3 +114,21 @@ def test_the_image_stack_is_the_dynamo_stack_and_a_venv_may_not_shadow_it(tmp_pa
     assert f"filelock (the image has {stack['filelock']})" in capsys.readouterr().out
     (site / "filelock-0.0.1.dist-info" / "METADATA").write_text("Name: nats-py\nVersion: 2\n")
     assert image_stack.main(["touched", str(site)]) == 0
+
+
+def test_the_harness_pins_yield_to_the_images_versions():
+    """Dynamo's CUDA image holds httpx 0.29.0 and filelock 4.3.2 where the harness pins 0.28.1
+    and 3.20.0: constrained to the image, those pins could never install; they yield."""
+    from discovery_harness.runtime import image_stack
+
+    lines = [
+        "# comment",
+        "httpx==0.28.1",
+        "filelock==3.20.0  # a trailing comment",
+        "nats-py==2.16.0",
+        "",
+        "protobuf>=5,<8",
+    ]
+    stack = {"httpx": "0.29.0", "filelock": "4.3.2", "protobuf": "6.33.6"}
+    expected = ["httpx", "filelock", "nats-py==2.16.0", "protobuf"]
+    assert image_stack.yielding(lines, stack) == expected
