@@ -11,7 +11,8 @@ CUDA-only kernels (sgl_kernel cannot load its kernels without a driver).
 
 Costs (this machine): the stack's first build downloads and installs 11 GB in about 7 min
 (kept in build/rehearsal/, reused while its inputs are unchanged); each rehearsal then takes
-about 2 min (108 s: the wheel, preflight, the libraries, 26 scenarios in 76 s). Marked `cuda_rehearsal` (not nightly): `.ci/run` leaves it out; run it with
+about 2 min (108 s: the wheel, preflight, the libraries, 26 scenarios in 76 s). Marked
+`cuda_rehearsal` (not nightly): `.ci/run` leaves it out, the nightly workflow runs it; by hand
 `sudo .venv/bin/python -m pytest -m cuda_rehearsal` (README "The CPU tier in the CUDA build").
 """
 

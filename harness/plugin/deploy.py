@@ -17,6 +17,7 @@ from discovery_harness.deployment import session_setup as setup
 from discovery_harness.history import record
 from discovery_harness.model.topology import Scenario, Topology
 from discovery_harness.model.violations import ContractFailure, ContractFailures
+from discovery_harness.plugin.options import value as option_value
 from discovery_harness.plugin.session import FAULTS_KEY
 from discovery_harness.processes.infra import Endpoints
 from discovery_harness.processes.infra.local_process import LocalProcessProvider
@@ -77,7 +78,7 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
         try:
             return deployment.start().await_ready()
         except ContractFailure:
-            if options.value(request.config, "probe_after_failure"):
+            if option_value(request.config, "probe_after_failure"):
                 _probe(deployment)
             raise
 
