@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator
+from typing import Any
 
 import pytest
 
@@ -266,11 +267,11 @@ class _Unclashing:
         self.defaults[dest] = attrs.get("default", False if flag else None)
         if self.taken & set(names):
             return
-        self.group.addoption(*names, **attrs)  # type: ignore[arg-type]
+        self.group.addoption(*names, **attrs)
         self.added.update(names)
 
 
-def value(config: pytest.Config, dest: str) -> object:
+def value(config: pytest.Config, dest: str) -> Any:
     """The harness's option `dest` as given; its default where the suite has an option of
     that name (the harness left its own out: the suite's value is not the harness's)."""
     added = config.stash.get(OWN_FLAGS_KEY, None)

@@ -15,6 +15,7 @@ import json
 import socket
 import time
 from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 
@@ -35,7 +36,13 @@ DEPLOYMENT_REPORT, TIMELINE_ROW, KNOWN_VIOLATION = (
 )
 
 
-def add_option(group: pytest.OptionGroup) -> None:
+class OptionGroup(Protocol):
+    """pytest's option group, or the plugin's wrapper of it that leaves out taken names."""
+
+    def addoption(self, *names: str, **attrs: Any) -> None: ...
+
+
+def add_option(group: OptionGroup) -> None:
     group.addoption(
         "--report-dir",
         default=None,
