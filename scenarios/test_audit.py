@@ -295,7 +295,7 @@ def test_a_late_card_within_the_grace_is_conformant(deployed, capsys, tmp_path):
 def test_the_file_backend_is_audited_through_its_store(deployed, capsys, tmp_path):
     # Fresh processes: the worker template read DYN_DISCOVERY_BACKEND=etcd at import.
     healthy = deployed(AGGREGATED, planes=Planes(discovery=FILE), spawn=FRESH)
-    store = str(healthy.workdir / "discovery")
+    store = str(healthy.plan.file_store)
     code, out = audit(capsys, "--file-store", store, "--report-dir", str(tmp_path / "r"))
     assert code == 0 and "recognised as aggregated: conformant" in out, out
     broken = deployed(
@@ -304,7 +304,7 @@ def test_the_file_backend_is_audited_through_its_store(deployed, capsys, tmp_pat
         planes=Planes(discovery=FILE),
         spawn=FRESH,
     )
-    store = str(broken.workdir / "discovery")
+    store = str(broken.plan.file_store)
     code, out = audit(capsys, "--file-store", store, "--report-dir", str(tmp_path / "r"))
     assert code == 1 and "[never-registered] worker 'mm-worker'" in out, out
 
