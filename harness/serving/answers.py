@@ -14,6 +14,9 @@ Per kind (the README's "What an answer must be" has the same as a table):
   last choice event, and only it, carries `finish_reason` (stop or length).
 - completion: `object` text_completion, `id`, `model`, one choice with `index` 0, non-empty
   `text`, `finish_reason` stop or length; `usage` as for chat.
+The pooling models' kinds are judged in harness.serving.pooled_answers, the media kinds in
+harness.serving.media_answers:
+
 - embedding: `object` list, `model`, one item per input in input order (`data[i].index` = i,
   `object` embedding), vectors non-empty, numeric, of one dimension, distinct for distinct
   inputs; `usage.prompt_tokens` > 0 and total_tokens >= prompt_tokens.
@@ -31,16 +34,12 @@ on hand-made answers (tests/test_answers.py).
 
 from __future__ import annotations
 
-import base64
-import binascii
-import io
 import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
 FINISH_REASONS = ("stop", "length")
-IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG", b"RIFF": "WebP"}
 
 
 @dataclass(frozen=True)
@@ -56,11 +55,11 @@ class Asked:
     size: tuple[int, int] | None = None  # width, height
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _common(data: dict[str, Any], obj: str, asked: Asked) -> list[str]:
+def common(data: dict[str, Any], obj: str, asked: Asked) -> list[str]:
     problems = []
     if data.get("object") != obj:
         problems.append(f"object {data.get('object')!r}, expected {obj!r}")
@@ -103,7 +102,7 @@ def _one_choice(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 def chat(data: dict[str, Any], asked: Asked) -> list[str]:
-    problems = _common(data, "chat.completion", asked)
+    problems = common(data, "chat.completion", asked)
     choice, found = _one_choice(data)
     problems += found
     message = choice.get("message") or {}
@@ -115,7 +114,7 @@ def chat(data: dict[str, Any], asked: Asked) -> list[str]:
 
 
 def completion(data: dict[str, Any], asked: Asked) -> list[str]:
-    problems = _common(data, "text_completion", asked)
+    problems = common(data, "text_completion", asked)
     choice, found = _one_choice(data)
     problems += found
     if not (isinstance(choice.get("text"), str) and choice["text"]):
@@ -172,109 +171,4 @@ def chat_stream(raw: str, asked: Asked) -> list[str]:
         )
     elif choices[-1]["finish_reason"] not in FINISH_REASONS:
         problems.append(f"finish_reason {choices[-1]['finish_reason']!r}")
-    return problems
-
-
-def embedding(data: dict[str, Any], asked: Asked) -> list[str]:
-    problems = [] if data.get("object") == "list" else [f"object {data.get('object')!r}"]
-    if data.get("model") != asked.model:
-        problems.append(f"model {data.get('model')!r}, expected {asked.model!r}")
-    items = data.get("data") or []
-    if len(items) != len(asked.inputs):
-        return [*problems, f"{len(items)} embeddings for {len(asked.inputs)} inputs"]
-    indices = [item.get("index") for item in items]
-    if indices != list(range(len(items))):
-        problems.append(f"indices {indices}, expected {list(range(len(items)))} (input order)")
-    if any(item.get("object") != "embedding" for item in items):
-        problems.append("an item whose object is not 'embedding'")
-    vectors = [item.get("embedding") for item in items]
-    if not all(isinstance(v, list) and v and all(map(_is_number, v)) for v in vectors):
-        return [*problems, "an embedding that is not a non-empty list of numbers"]
-    dimensions = sorted({len(v) for v in vectors})
-    if len(dimensions) != 1:
-        problems.append(f"embeddings of dimensions {dimensions}, expected one")
-    if len(set(asked.inputs)) == len(asked.inputs) and len({tuple(v) for v in vectors}) < len(
-        vectors
-    ):
-        problems.append("distinct inputs got identical embeddings")
-    usage = data.get("usage") or {}
-    prompt = usage.get("prompt_tokens")
-    if not (isinstance(prompt, int) and prompt > 0 and (usage.get("total_tokens") or 0) >= prompt):
-        problems.append(f"usage {usage!r}: expected prompt_tokens > 0 <= total_tokens")
-    return problems
-
-
-def rerank(data: Any, asked: Asked) -> list[str]:
-    results = data if isinstance(data, list) else (data or {}).get("results")
-    if not isinstance(results, list):
-        return ["no list of results"]
-    wanted = min(asked.top_n or len(asked.documents), len(asked.documents))
-    problems = [] if len(results) == wanted else [f"{len(results)} results, expected {wanted}"]
-    indices = [r.get("index") for r in results]
-    if not all(isinstance(i, int) and 0 <= i < len(asked.documents) for i in indices):
-        problems.append(f"indices {indices}, expected positions 0..{len(asked.documents) - 1}")
-    elif len(set(indices)) != len(indices):
-        problems.append(f"indices {indices} repeat a document")
-    else:
-        for result in results:
-            document = result.get("document")
-            text = document.get("text") if isinstance(document, dict) else document
-            if text is not None and text != asked.documents[result["index"]]:
-                problems.append(f"result for index {result['index']} carries document {text!r}")
-    scores = [r.get("relevance_score", r.get("score")) for r in results]
-    if not all(map(_is_number, scores)):
-        problems.append(f"scores {scores}, expected numbers")
-    elif scores != sorted(scores, reverse=True):
-        problems.append(f"scores {scores} not best first")
-    return problems
-
-
-def _media_bytes(item: dict[str, Any]) -> tuple[bytes | None, str | None]:
-    encoded = item.get("b64_json")
-    if not isinstance(encoded, str) or not encoded:
-        return None, "no b64_json"
-    try:
-        return base64.b64decode(encoded, validate=True), None
-    except (binascii.Error, ValueError):
-        return None, "b64_json is not base64"
-
-
-def image(data: dict[str, Any], asked: Asked) -> list[str]:
-    problems = [] if isinstance(data.get("created"), int) else ["no created time"]
-    items = data.get("data") or []
-    if len(items) != asked.count:
-        return [*problems, f"{len(items)} images, expected n={asked.count}"]
-    for index, item in enumerate(items):
-        raw, problem = _media_bytes(item)
-        if raw is None:
-            problems.append(f"image {index}: {problem}")
-            continue
-        kind = next((name for magic, name in IMAGE_MAGIC.items() if raw.startswith(magic)), None)
-        if kind is None:
-            problems.append(f"image {index} is not a PNG, JPEG or WebP ({raw[:8]!r})")
-            continue
-        from PIL import Image
-
-        size = Image.open(io.BytesIO(raw)).size
-        if asked.size and size != asked.size:
-            problems.append(
-                f"image {index} is {size[0]}x{size[1]}, asked for {asked.size[0]}x{asked.size[1]}"
-            )
-    return problems
-
-
-def video(data: dict[str, Any], asked: Asked) -> list[str]:
-    problems = _common(data, "video", asked)
-    if data.get("status") != "completed":
-        problems.append(f"status {data.get('status')!r}, expected 'completed'")
-    items = data.get("data") or []
-    if not items:
-        return [*problems, "no video in data[]"]
-    raw, problem = _media_bytes(items[0])
-    if raw is None:
-        problems.append(f"video: {problem}")
-    elif raw[4:8] != b"ftyp":
-        problems.append(f"video is not an MP4 (no ftyp box: {raw[:12]!r})")
-    if items[0].get("output_format") not in (None, "mp4"):
-        problems.append(f"output_format {items[0].get('output_format')!r}, expected mp4")
     return problems

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.serving import answers
+from harness.serving import answers, media_answers, pooled_answers
 from harness.serving.http_client import RecordingClient
 
 
@@ -125,7 +125,7 @@ def _embedding(client: RecordingClient, model: str) -> Reply:
     inputs = ("the quick brown fox", "a red square")
     payload = {"model": model, "input": list(inputs)}
     asked = answers.Asked(model, inputs=inputs)
-    return _post(client, "embedding", "/v1/embeddings", payload, asked, answers.embedding)
+    return _post(client, "embedding", "/v1/embeddings", payload, asked, pooled_answers.embedding)
 
 
 def _rerank(client: RecordingClient, model: str) -> Reply:
@@ -138,7 +138,9 @@ def _rerank(client: RecordingClient, model: str) -> Reply:
         "return_documents": True,
     }
     asked = answers.Asked(model, documents=documents, top_n=2)
-    return _post(client, "rerank", "/v1/rerank", payload, asked, answers.rerank, json_object=False)
+    return _post(
+        client, "rerank", "/v1/rerank", payload, asked, pooled_answers.rerank, json_object=False
+    )
 
 
 # Sizes the real pipelines accept, as Dynamo's own diffusion tests send them
@@ -159,7 +161,7 @@ def _image(client: RecordingClient, model: str) -> Reply:
     }
     width, height = (int(n) for n in IMAGE_SIZE.split("x"))
     asked = answers.Asked(model, count=1, size=(width, height))
-    return _post(client, "image", "/v1/images/generations", payload, asked, answers.image)
+    return _post(client, "image", "/v1/images/generations", payload, asked, media_answers.image)
 
 
 def _video(client: RecordingClient, model: str) -> Reply:
@@ -171,7 +173,7 @@ def _video(client: RecordingClient, model: str) -> Reply:
         "response_format": "b64_json",
         "nvext": {"num_frames": VIDEO_FRAMES, "fps": 8, "num_inference_steps": VIDEO_STEPS},
     }
-    return _post(client, "video", "/v1/videos", payload, answers.Asked(model), answers.video)
+    return _post(client, "video", "/v1/videos", payload, answers.Asked(model), media_answers.video)
 
 
 KINDS: dict[str, Callable[[RecordingClient, str], Reply]] = {
