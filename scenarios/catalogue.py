@@ -23,6 +23,7 @@ from harness.model.contract import (
     ExpectedCard,
 )
 from harness.model.topology import (
+    EVERY_SHAPE,
     GpuProfile,
     KnownViolation,
     Placement,
@@ -30,7 +31,7 @@ from harness.model.topology import (
     WorkerPlacement,
     WorkerSpec,
 )
-from harness.model.violations import LISTED_EARLY
+from harness.model.violations import BAD_CONTENT, LISTED_EARLY
 from scenarios import eras
 
 # The GPU tier's model per asset key; defaults follow Dynamo's own sglang GPU tests and fit a
@@ -165,6 +166,7 @@ AGGREGATED = Topology(
     ),
     requests=_TEXT_REQUESTS,
     gpu=_alone("worker", vram_gib=3.7),
+    shapes=EVERY_SHAPE,  # every chat and completion shape: the plain path
 )
 
 DISAGGREGATED = Topology(
@@ -247,6 +249,7 @@ EMBEDDING_TOPOLOGY = Topology(
     ),
     requests=("embedding",),
     gpu=_alone("embedding", vram_gib=3.0, start_timeout_s=300),
+    shapes=EVERY_SHAPE,
 )
 
 RERANK_TOPOLOGY = Topology(
@@ -264,6 +267,7 @@ RERANK_TOPOLOGY = Topology(
     ),
     requests=("rerank",),
     gpu=_alone("rerank", vram_gib=4.0, start_timeout_s=300),
+    shapes=EVERY_SHAPE,
 )
 
 MM_ENCODE_PD = Topology(
@@ -283,6 +287,7 @@ MM_ENCODE_PD = Topology(
         ),
     ),
     requests=_MM_REQUESTS,
+    shapes=EVERY_SHAPE,  # the image URL through the encode worker (sglang's MMEncoder loads it)
     marks=("multimodal",),
     gpu=GpuProfile(
         (
@@ -398,9 +403,22 @@ IMAGE_DIFFUSION = Topology(
         ),
     ),
     requests=("image",),
+    shapes=EVERY_SHAPE,
     gpu=GpuProfile(
         (Placement(1, (WorkerPlacement("image-diffusion", 0, vram_gib=19.3),), (), 240),),
         nightly=True,
+    ),
+    known_violations=(
+        KnownViolation(
+            BAD_CONTENT,
+            ("1.6.1",),
+            "Dynamo 1.6.1's image diffusion handler never reads `n`: it only logs whether the "
+            "request has one, asks DiffGenerator.generate for no output count and keeps the "
+            "first result of a list, so n=2 is answered with one image on any engine "
+            "(dynamo/sglang/request_handlers/image_diffusion/image_diffusion_handler.py, "
+            "generate and _generate_images)",
+            shape="image[n-2]",
+        ),
     ),
 )
 
@@ -443,6 +461,7 @@ MM_NATIVE = Topology(
     eras=eras.mm_native_eras(_MM_NATIVE_WORKERS),
     workers=_MM_NATIVE_WORKERS,
     requests=(*_MM_REQUESTS, "chat"),
+    shapes=EVERY_SHAPE,  # the image URL through sglang's own multimodal processing
     marks=("multimodal",),
     gpu=_alone("mm-agg", vram_gib=9.0),
 )

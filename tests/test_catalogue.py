@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness.cli.app import gpu_table, topologies_table
 from harness.model.assets import ASSET_KEYS
+from harness.serving import shapes
 from harness.serving.requests import KINDS
 from scenarios.catalogue import CATALOGUE, MULTIMODAL_FLAGS
 
@@ -24,6 +27,7 @@ def test_every_topology_is_well_formed():
         assert len(set(roles)) == len(roles), topology.name
         assert topology.public_workers, f"{topology.name} has no public worker"
         assert set(topology.requests) <= set(KINDS), topology.name
+        assert shapes.selected(topology.requests, topology.shapes), topology.name
         assert {w.model for w in topology.workers} <= set(ASSET_KEYS), topology.name
 
 
@@ -49,3 +53,19 @@ def test_a_topology_the_cpu_tier_cannot_run_is_skipped_there_with_its_reason():
     skips = [m for m in topology_param(gpu_only).marks if m.name == "skip"]
     assert [m.kwargs["reason"] for m in skips] == ["GPU-only: needs a CUDA checkpoint"]
     assert not [m for m in topology_param(CATALOGUE[0]).marks if m.name == "skip"]
+
+
+def test_every_kind_has_its_shapes_as_data():
+    """Each request kind's shapes start with its default; every shape changes something; a
+    topology's selection is validated (one usage-error line for an unknown one)."""
+    assert set(shapes.SHAPES) == set(KINDS)
+    for kind, kind_shapes in shapes.SHAPES.items():
+        assert kind_shapes[0].name == shapes.DEFAULT and kind_shapes[0].cheap, kind
+        names = [s.name for s in kind_shapes]
+        assert len(names) == len(set(names)), kind
+        for shape in kind_shapes[1:]:
+            assert shape.why, shape.label
+    with pytest.raises(ValueError, match="shapes 'some'"):
+        shapes.selected(("chat",), "some")
+    with pytest.raises(KeyError, match=r"no request shape chat\[nope\]"):
+        shapes.shape("chat", "nope")

@@ -80,5 +80,3 @@ def test_the_runs_first_lines_name_the_injected_faults():
     assert "discovery harness: faults injected: worker=handler-error" in faulty.stdout
     clean = run_pytest("--collect-only", "-q", SCENARIO)
     assert "discovery harness: faults injected: none" in clean.stdout
-
-

@@ -116,5 +116,5 @@ def test_the_gpu_job_runs_the_image_as_dynamos_docs_do():
         assert option in run, run
     assert '--gpus "$gpus_arg"' in run and "device=$devices" in script
     assert "CUDA_VISIBLE_DEVICES" in script.split("docker_job()")[1]  # the runner's GPUs
-    assert "--basetemp=\"$WORK/tmp" in script and 'WORK="${WORK:-/tmp/' in script
+    assert '--basetemp="$WORK/tmp' in script and 'WORK="${WORK:-/tmp/' in script
     assert "--tier gpu" in script and "models fetch -m" in script

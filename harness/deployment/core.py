@@ -8,6 +8,7 @@ frontend lists each public model, then lets the test send requests. Every findin
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 
@@ -43,8 +44,11 @@ from harness.runtime import dynamo_env, gpus
 from harness.runtime.frontend import Frontend
 from harness.runtime.launch import placeholders
 from harness.runtime.spawn import FRESH
+from harness.serving import shapes
 from harness.serving.http_client import RecordingClient
+from harness.serving.model_facts import NO_FACTS, ModelFacts
 from harness.serving.requests import Reply, send
+from harness.serving.shapes import DEFAULT
 
 
 class Deployment(Launching, Observing):
@@ -160,14 +164,39 @@ class Deployment(Launching, Observing):
             self.found += violations
             raise ContractFailure(self.topology.name, violations)
         self._stop_progress("ready")
+        self.model_facts().warm()  # before the test's requests, not in their midst
         self.client.mark_ready()
         return self
 
-    def send(self, kind: str, model: str | None = None) -> Reply:
-        """A request of `kind` for the topology's model (or another name it serves, a LoRA)."""
-        reply = send(kind, self.client, model or self.model_name)
+    def send(self, kind: str, model: str | None = None, shape: str = DEFAULT) -> Reply:
+        """A request of `kind` in `shape` for the topology's model (or another name it serves,
+        a LoRA), judged against the model its public worker serves."""
+        reply = send(kind, self.client, model or self.model_name, shape, self.model_facts())
         self.replies.append(reply)
         return reply
+
+    def send_shapes(self) -> list[Reply]:
+        """Every request shape the topology declares (its `shapes`), each once."""
+        chosen = shapes.selected(self.topology.requests, self.topology.shapes)
+        return [self.send(s.kind, shape=s.name) for s in chosen]
+
+    def model_facts(self) -> ModelFacts:
+        """The model as the topology serves it: the public worker's (they serve one model),
+        whose context length is the smallest any registering worker serves (a request passes
+        through each of them); none known before they started."""
+        public = [w for w in self.workers if w.expected is not None and w.expected.public]
+        if not public:
+            return NO_FACTS
+        serving = [w for w in self.workers if w.registers and w.context_length is not None]
+        if len({w.context_length for w in serving}) < 2:
+            return public[0].model
+        least = min(serving, key=lambda w: w.context_length or 0)
+        sources = ", ".join(f"{w.role} {w.context_source}" for w in serving)
+        return dataclasses.replace(
+            public[0].model,
+            context_length=least.context_length,
+            context_source=f"the smallest of its workers': {sources}",
+        )
 
     def send_unrecorded(self, kind: str) -> Reply:
         """A readiness probe: its exchange is recorded but it is not one of the test's replies."""

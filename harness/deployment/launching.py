@@ -32,9 +32,11 @@ from harness.model.topology import WorkerSpec
 from harness.processes import ports
 from harness.processes.loopback import ProcessPorts
 from harness.processes.managed import ManagedProcess, stop_all
+from harness.runtime import models
 from harness.runtime.frontend import Frontend, start_frontend
 from harness.runtime.launch import WorkerSite, worker_command
 from harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S
+from harness.serving import model_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,11 +135,12 @@ class Launching:
             shared_ports=self._shared_ports,
             deployment_env=self._env,
         )
+        model_path = self.session.models(self.topology.name, spec.model)
         command = worker_command(
             self.session.settings.tier,
             self.scenario,
             spec,
-            model_path=self.session.models(self.topology.name, spec.model),
+            model_path=model_path,
             site=site,
             timeout_s=self.deadline.seconds,
             gpus=self._gpus.get(spec.role, ()),
@@ -159,7 +162,8 @@ class Launching:
             spawn=fork,
         ).start()
         pinned = spec.pin_request_plane and self.request_plane == TCP
-        return Worker(spec, proc, process_ports, fault, pinned)
+        facts = model_facts.read(models.locate(model_path), command.dynamo_argv)
+        return Worker(spec, proc, process_ports, fault, pinned, facts)
 
     def _restart_suffix(self, role: str) -> str:
         restarts = sum(1 for w in self._retired if w.role == role)

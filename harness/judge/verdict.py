@@ -46,7 +46,12 @@ def set_aside_known(
         match = None
         if not strict:
             match = next(
-                (k for k in declared if k.kind == violation.kind and k.applies_to(version)), None
+                (
+                    k
+                    for k in declared
+                    if k.covers(violation.kind, violation.shape) and k.applies_to(version)
+                ),
+                None,
             )
         if match is None:
             kept.append(violation)

@@ -30,6 +30,7 @@ class Violation:
     # What backs it up at length (a worker's log lines and the log's path): printed after
     # every violation's message, so the first screen of a failure is the violations.
     evidence: str = ""
+    shape: str | None = None  # a bad answer's request shape ("image[n-2]")
 
     def __str__(self) -> str:
         return f"[{self.kind}] {self.message}"

@@ -19,6 +19,7 @@ from harness.runtime import spawn
 from harness.runtime.frontend import start_frontend
 from harness.runtime.launch import template_env
 from harness.runtime.model_source import ModelSource, model_source
+from harness.serving import model_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,6 +128,7 @@ def harness_session(
     worker_template: spawn.Zygote | None,
     pytestconfig: pytest.Config,
 ) -> Iterator[Session]:
+    model_facts.preload()  # while the worker template imports (its own process)
     frontend = start_frontend(
         infra_endpoints, harness_workdir, harness_scratch, harness_settings.tier
     )
