@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -67,5 +68,7 @@ def test_every_kind_has_its_shapes_as_data():
             assert shape.why, shape.label
     with pytest.raises(ValueError, match="shapes 'some'"):
         shapes.selected(("chat",), "some")
+    with pytest.raises(ValueError, match="topology aggregated: shapes 'all', expected"):
+        dataclasses.replace(CATALOGUE[0], shapes="all")
     with pytest.raises(KeyError, match=r"no request shape chat\[nope\]"):
         shapes.shape("chat", "nope")

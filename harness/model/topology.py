@@ -188,6 +188,13 @@ class Topology:
     # runtime): fetched and required like the models on the GPU tier.
     assets: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        if self.shapes not in (CHEAP_SHAPES, EVERY_SHAPE):
+            raise ValueError(
+                f"topology {self.name}: shapes {self.shapes!r}, expected {CHEAP_SHAPES!r} or "
+                f"{EVERY_SHAPE!r}"
+            )
+
     @property
     def asset_keys(self) -> tuple[str, ...]:
         """Every asset key the GPU tier must have in its cache for this topology."""
