@@ -386,6 +386,16 @@ MM_ENCODE_P_D = Topology(
             "decode cards exist, and answers 404 'Model not found' until the encoder's card "
             "is attached (measured: persistent when the encoder never registers)",
         ),
+        KnownViolation(
+            BAD_CONTENT,
+            ("1.6.1",),
+            "Dynamo 1.6.1's GET /v1/models reports the context length of whichever of the "
+            "model's cards its map of display name to context length keeps (lib/llm/src/http/"
+            "service/openai.rs, list_models_openai): here the encoder's 4096 or the P/D "
+            "workers' --context-length 2048, varying from run to run (measured: 2048 twice, "
+            "4096 twice); the model serves 2048 at most",
+            shape="listing[default]",
+        ),
     ),
 )
 
