@@ -3,7 +3,6 @@ and the deployment session every `deploy` shares."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.common import environment
 from harness.deployment import Session, Settings
 from harness.discovery.observer import DiscoveryObserver
 from harness.plugin.session import GPU_SHARE_KEY, PROGRESS_KEY, SPAWN_KEY, chosen_tier
@@ -31,13 +31,8 @@ def _process_environment_kept() -> Iterator[None]:
     os.environ, and a forked worker must match the template in what it read at import: without
     this, a worker's environment would depend on which tests ran before it (and so on xdist's
     scheduling). Session fixtures are set up before this snapshot, so theirs stays."""
-    saved = dict(os.environ)
-    try:
+    with environment.kept():
         yield
-    finally:
-        if dict(os.environ) != saved:
-            os.environ.clear()
-            os.environ.update(saved)
 
 
 @pytest.fixture(scope="session")

@@ -11,14 +11,14 @@ import once.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from harness.common import environment
 
 CONTEXT_LENGTH_FLAG = "--context-length"
 
@@ -101,27 +101,13 @@ def _flag_value(argv: Sequence[str], flag: str) -> int | None:
 def preload() -> None:
     """Import transformers' tokenizer code now (seconds, once a process): a session does it
     while its worker template imports, so no deployment pays for it before its answers."""
-    with _environment_kept():
+    with environment.kept():  # transformers' import sets TORCHINDUCTOR_CACHE_DIR
         from transformers import AutoTokenizer  # noqa: F401
 
 
 @functools.lru_cache(maxsize=8)
 def _tokenizer(model_dir: str) -> Any:
-    with _environment_kept():
+    with environment.kept():  # transformers' import sets TORCHINDUCTOR_CACHE_DIR
         from transformers import AutoTokenizer
 
         return AutoTokenizer.from_pretrained(model_dir)
-
-
-@contextlib.contextmanager
-def _environment_kept() -> Iterator[None]:
-    """Importing transformers sets TORCHINDUCTOR_CACHE_DIR in os.environ; every worker the
-    harness starts inherits os.environ, and a worker forked from the template must not differ
-    from it in what it read at import. The tokenizer needs none of it: put os.environ back."""
-    saved = dict(os.environ)
-    try:
-        yield
-    finally:
-        if dict(os.environ) != saved:
-            os.environ.clear()
-            os.environ.update(saved)
