@@ -231,6 +231,8 @@ def test_model_facts_come_from_the_model_files(tmp_path: Path):
     assert facts.context_source == "config.json max_position_embeddings 4096"
     flagged = model_facts.read(model_dir, ("--page-size", "16", "--context-length", "2048"))
     assert (flagged.context_length, flagged.context_source) == (2048, "--context-length 2048")
+    assert not flagged.trust_remote_code
+    assert model_facts.read(model_dir, ("--trust-remote-code",)).trust_remote_code
     # What 1.6.1's frontend reported for the same prompts on this model (measured).
     assert facts.chat_prompt_tokens([{"role": "user", "content": "Say hello."}]) == 18
     assert facts.prompt_tokens("Hello") == 2

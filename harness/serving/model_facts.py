@@ -32,6 +32,8 @@ class ModelFacts:
     hidden_size: int | None = None
     context_length: int | None = None  # what the workers serve: the flag, else the config's
     context_source: str = ""  # where context_length comes from, for messages
+    # The workers run the model's own code (--trust-remote-code): so may its tokenizer here.
+    trust_remote_code: bool = False
 
     @property
     def tokenizer_local(self) -> bool:
@@ -42,20 +44,23 @@ class ModelFacts:
     def warm(self) -> None:
         """Load the tokenizer now (the first load imports transformers: seconds, once)."""
         if self.tokenizer_local:
-            _tokenizer(str(self.model_dir))
+            self._tokenizer()
+
+    def _tokenizer(self) -> Any:
+        return _tokenizer(str(self.model_dir), self.trust_remote_code)
 
     def prompt_tokens(self, text: str) -> int | None:
         """`text`'s length as the engine tokenizes a plain prompt (special tokens included)."""
         if not self.tokenizer_local:
             return None
-        return len(_tokenizer(str(self.model_dir))(text)["input_ids"])
+        return len(self._tokenizer()(text)["input_ids"])
 
     def chat_prompt_tokens(self, messages: Sequence[dict[str, Any]]) -> int | None:
         """The length of `messages` rendered by the model's chat template (with the assistant's
         turn opened) and tokenized: each image part counts as its placeholder tokens."""
         if not self.tokenizer_local:
             return None
-        tokenizer = _tokenizer(str(self.model_dir))
+        tokenizer = self._tokenizer()
         rendered = tokenizer.apply_chat_template(
             list(messages), add_generation_prompt=True, tokenize=True
         )
@@ -84,7 +89,8 @@ def read(model_dir: Path | None, dynamo_argv: Sequence[str] = ()) -> ModelFacts:
     else:
         context = field("max_position_embeddings")
         source = f"config.json max_position_embeddings {context}"
-    return ModelFacts(model_dir, field("hidden_size"), context, source)
+    trusted = "--trust-remote-code" in dynamo_argv
+    return ModelFacts(model_dir, field("hidden_size"), context, source, trusted)
 
 
 def _flag_value(argv: Sequence[str], flag: str) -> int | None:
@@ -106,8 +112,8 @@ def preload() -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def _tokenizer(model_dir: str) -> Any:
+def _tokenizer(model_dir: str, trust_remote_code: bool) -> Any:
     with environment.kept():  # transformers' import sets TORCHINDUCTOR_CACHE_DIR
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(model_dir)
+        return AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trust_remote_code)
