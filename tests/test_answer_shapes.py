@@ -231,9 +231,8 @@ def test_model_facts_come_from_the_model_files(tmp_path: Path):
     assert facts.context_source == "config.json max_position_embeddings 4096"
     flagged = model_facts.read(model_dir, ("--page-size", "16", "--context-length", "2048"))
     assert (flagged.context_length, flagged.context_source) == (2048, "--context-length 2048")
-    assert not flagged.trust_remote_code
-    assert model_facts.read(model_dir, ("--trust-remote-code",)).trust_remote_code
-    # What 1.6.1's frontend reported for the same prompts on this model (measured).
+    # What transformers' apply_chat_template and 1.6.1's frontend both counted for the same
+    # prompts on this model (measured).
     assert facts.chat_prompt_tokens([{"role": "user", "content": "Say hello."}]) == 18
     assert facts.prompt_tokens("Hello") == 2
     assert model_facts.read(tmp_path / "nothing-here") == model_facts.ModelFacts(
@@ -251,3 +250,27 @@ def test_a_topology_sends_the_listing_and_its_kinds_cheap_or_every_shape():
     assert all(s.kind in ("listing", "chat", "completion") for s in every)
     payload = shapes.shape("rerank", "no-top-n").apply({"top_n": 2, "query": "q"})
     assert payload == {"query": "q"}
+
+
+def test_a_chat_template_is_found_where_models_keep_it(tmp_path: Path):
+    """tokenizer_config.json's chat_template (a string, or named templates), else
+    chat_template.jinja, else chat_template.json; special tokens bound by name."""
+    model_dir = write_text_model(tmp_path / "text")
+    config_file = model_dir / "tokenizer_config.json"
+    config = json.loads(config_file.read_text())
+    template = "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    messages = [{"role": "user", "content": "Hello"}]
+    config["chat_template"] = [{"name": "default", "template": template}]
+    config_file.write_text(json.dumps(config))
+    named = model_facts.read(model_dir).chat_prompt_tokens(messages)
+    del config["chat_template"]
+    config_file.write_text(json.dumps(config))
+    model_facts._chat_template.cache_clear()
+    (model_dir / "chat_template.jinja").write_text(template)
+    from_file = model_facts.read(model_dir).chat_prompt_tokens(messages)
+    model_facts._chat_template.cache_clear()
+    # the template's <|endoftext|> (bos) and "Hello" (2 tokens): as rendered, no more added
+    assert named == from_file == 3
+    (model_dir / "chat_template.jinja").unlink()
+    assert model_facts.read(model_dir).chat_prompt_tokens(messages) is None
+    model_facts._chat_template.cache_clear()

@@ -3,6 +3,7 @@ and the deployment session every `deploy` shares."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -10,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.common import environment
 from harness.deployment import Session, Settings
 from harness.discovery.observer import DiscoveryObserver
 from harness.plugin.session import GPU_SHARE_KEY, PROGRESS_KEY, SPAWN_KEY, chosen_tier
@@ -19,7 +19,6 @@ from harness.runtime import spawn
 from harness.runtime.frontend import start_frontend
 from harness.runtime.launch import template_env
 from harness.runtime.model_source import ModelSource, model_source
-from harness.serving import model_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,8 +30,13 @@ def _process_environment_kept() -> Iterator[None]:
     os.environ, and a forked worker must match the template in what it read at import: without
     this, a worker's environment would depend on which tests ran before it (and so on xdist's
     scheduling). Session fixtures are set up before this snapshot, so theirs stays."""
-    with environment.kept():
+    saved = dict(os.environ)
+    try:
         yield
+    finally:
+        if dict(os.environ) != saved:
+            os.environ.clear()
+            os.environ.update(saved)
 
 
 @pytest.fixture(scope="session")
@@ -123,7 +127,6 @@ def harness_session(
     worker_template: spawn.Zygote | None,
     pytestconfig: pytest.Config,
 ) -> Iterator[Session]:
-    model_facts.preload()  # while the worker template imports (its own process)
     frontend = start_frontend(
         infra_endpoints, harness_workdir, harness_scratch, harness_settings.tier
     )
