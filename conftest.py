@@ -1,3 +1,14 @@
-"""Loads the harness's pytest plugin for every test under this project."""
+"""The checkout's pytest set-up.
 
-pytest_plugins = ["harness.plugin"]
+The harness's plugin comes from its installed `pytest11` entry point (ci/setup.sh installs the
+checkout, editable). scenarios/ is the installed `discovery_harness_scenarios` package: pytest,
+collecting scenarios/test_x.py from here, imports it as `scenarios.test_x`, so `scenarios` is
+bound to that same package object, and no file of it is imported twice under two names
+(`pytest --pyargs discovery_harness_scenarios` from an install needs none of this).
+"""
+
+import sys
+
+import discovery_harness_scenarios
+
+sys.modules.setdefault("scenarios", discovery_harness_scenarios)

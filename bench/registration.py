@@ -11,14 +11,14 @@
 (c) wall and CPU time of whole pytest runs: the topology matrix (the default run's
     topologies) fresh and from the template, every self-test, and the README's test command
     (two xdist workers) beside the same tests in one process.
-Nothing here asserts: it prints figures for the README and the team's notes.
+Nothing here asserts: it prints the figures and writes them, dated, with the machine and the
+command, to bench/RESULTS.md (bench/results.py); the README links there.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -31,17 +31,18 @@ from pathlib import Path
 
 import psutil
 
-from harness.common.deadline import Deadline
-from harness.deployment import Deployment, Session, Settings
-from harness.discovery.observer import DiscoveryObserver
-from harness.model.topology import Topology
-from harness.processes.infra.local_process import LocalProcessProvider
-from harness.processes.managed import install_cleanup_handlers
-from harness.runtime.frontend import start_frontend
-from harness.runtime.launch import template_env
-from harness.runtime.model_source import TinyModels
-from harness.runtime.spawn import FRESH, ZYGOTE, Zygote
-from scenarios.catalogue import CATALOGUE, by_name
+from bench.results import RESULTS, Results
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.deployment import Deployment, Session, Settings
+from discovery_harness.deployment.session_setup import standalone_session
+from discovery_harness.discovery.observer import DiscoveryObserver
+from discovery_harness.model.topology import Topology
+from discovery_harness.processes.infra.local_process import LocalProcessProvider
+from discovery_harness.processes.managed import install_cleanup_handlers
+from discovery_harness.runtime import dynamo_env
+from discovery_harness.runtime.model_source import TinyModels
+from discovery_harness.runtime.spawn import FRESH, ZYGOTE
+from discovery_harness_scenarios.catalogue import CATALOGUE, by_name
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -129,33 +130,17 @@ def suite_wall_time(args: list[str]) -> tuple[float, float, str]:
 
 
 def start_session(stack: ExitStack) -> Session:
+    """The session the harness's own tools use (discovery_harness.deployment.session_setup), with
+    local
+    etcd and NATS, the tiny models and the worker template, waited for and described."""
     workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
-    scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="db-")))
-    provider = LocalProcessProvider()
-    endpoints = provider.start(workdir / "infra")
-    stack.callback(provider.stop)
-    observer = DiscoveryObserver(endpoints.etcd).start()
-    stack.callback(observer.stop)
-    zygote = Zygote(
-        template_env(endpoints.etcd, endpoints.nats, scratch / "hf", scratch / "zygote"),
-        workdir / "zygote.log",
-        ROOT,
-    ).start()
-    stack.callback(zygote.stop)
-    frontend = start_frontend(endpoints, workdir, scratch)
-    stack.callback(frontend.proc.stop)
-    session = Session(
-        endpoints,
-        frontend,
-        observer,
-        TinyModels(workdir / "models").path_for,
-        workdir,
-        Settings(spawn=ZYGOTE),
-        scratch,
-        spawner=zygote,
+    settings = Settings(spawn=ZYGOTE)
+    models = TinyModels(workdir / "models").path_for
+    session = stack.enter_context(
+        standalone_session(LocalProcessProvider(), settings, workdir, models)
     )
-    stack.callback(session.stops.drain)
-    info = zygote.wait_ready(Deadline(300))
+    assert session.spawner is not None
+    info = session.spawner.wait_ready(Deadline(300))
     print(
         f"worker template: imports {info.import_s:.1f} s, {info.modules} modules, "
         f"{info.os_threads} thread(s)",
@@ -172,26 +157,33 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--latency-samples", type=int, default=50)
     parser.add_argument("--suites", default="", help="comma list of: " + ", ".join(SUITES))
+    parser.add_argument(
+        "--results",
+        default=str(RESULTS),
+        help="where the dated figures are written (default bench/RESULTS.md; '' for nowhere)",
+    )
     args = parser.parse_args()
     install_cleanup_handlers()  # a bench stopped by SIGTERM leaves no process behind
     names = [t.name for t in CATALOGUE] if args.topologies == "all" else args.topologies.split(",")
-    print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB")
-
+    results = Results("Benchmark: worker starts, detection latency, whole runs")
     with ExitStack() as stack:
         session = start_session(stack)
-        print(f"\n(a) worker start, fresh vs forked from the template (median of {args.repeat})")
-        header = (
-            "topology",
-            "card fresh",
-            "card tmpl",
-            "ratio",
-            "ready fresh",
-            "ready tmpl",
-            "CPU s/worker",
-            "PSS MB/worker",
+        results.say(
+            f"## (a) worker start, fresh vs forked from the template (median of {args.repeat})"
         )
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
+        results.say()
+        results.table(
+            (
+                "topology",
+                "card fresh",
+                "card tmpl",
+                "ratio",
+                "ready fresh",
+                "ready tmpl",
+                "CPU s/worker",
+                "PSS MB/worker",
+            )
+        )
         for name in names:
             topology = by_name(name)
             fresh = median_figures(
@@ -200,7 +192,7 @@ def main() -> None:
             forked = median_figures(
                 [one_start(session, topology, ZYGOTE) for _ in range(args.repeat)]
             )
-            cells = (
+            results.row(
                 name,
                 f"{fresh.to_card_s:.2f} s",
                 f"{forked.to_card_s:.2f} s",
@@ -210,23 +202,28 @@ def main() -> None:
                 f"{fresh.cpu_s:.1f} / {forked.cpu_s:.2f}",
                 f"{fresh.pss_mb:.0f} / {forked.pss_mb:.0f}",
             )
-            print("| " + " | ".join(cells) + " |", flush=True)
 
         latencies = detection_latency(session.observer, args.latency_samples)
         q = statistics.quantiles(latencies, n=20, method="inclusive")
-        print(
-            "\n(b) detection latency, etcd put -> observer wait returns "
+        results.say()
+        results.say(
+            "## (b) detection latency, etcd put -> observer wait returns "
             f"({len(latencies)} samples): median {statistics.median(latencies) * 1000:.1f} ms, "
-            f"p95 {q[18] * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms",
-            flush=True,
+            f"p95 {q[18] * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms"
         )
 
     if args.suites:
-        print("\n(c) whole runs: wall time, CPU time of all their processes")
+        results.say()
+        results.say("## (c) whole runs: wall time, CPU time of all their processes")
+        results.say()
+        results.table(("run", "wall", "CPU (all processes)", "result"))
         for suite in args.suites.split(","):
             for label, pytest_args in SUITES[suite]:
                 seconds, cpu, tail = suite_wall_time(pytest_args)
-                print(f"{label:<46} {seconds:7.0f} s {cpu:7.0f} CPU s   {tail}", flush=True)
+                results.row(label, f"{seconds:.0f} s", f"{cpu:.0f} s", tail)
+    if args.results:
+        written = results.write(Path(args.results), dynamo_env.active().version)
+        print(f"\n(written to {written})")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 #
 # `ci/setup.sh --dynamo VERSION` builds instead the environment of an older Dynamo release
 # (ci/requirements/releases/VERSION/) in .venvs/dynamo-VERSION: that release's ai-dynamo and
-# sglang on the same CPU torch, for `pytest --dynamo-env` and `python -m harness history`.
+# sglang on the same CPU torch, for `pytest --dynamo-env` and `python -m discovery_harness history`.
 # The harness itself keeps running from .venv.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -85,7 +85,7 @@ fi
 step runtime "$REQ/torch.txt" "$REQ/dynamo-runtime.txt" -- \
   "${PIP[@]}" -r "$REQ/dynamo-runtime.txt" -c "$REQ/torch.txt"
 step nodeps "$REQ/dynamo-nodeps.txt" -- "${PIP[@]}" --no-deps -r "$REQ/dynamo-nodeps.txt"
-step harness "$REQ/harness.txt" "$ROOT/pyproject.toml" -- bash -c \
+step harness "$REQ/harness.txt" "$ROOT/pyproject.toml" "$ROOT/setup.py" -- bash -c \
   "${PIP[*]} -r '$REQ/harness.txt' -c '$REQ/torch.txt' && ${PIP[*]} --no-deps -e '$ROOT'"
 
 check_cpu_torch

@@ -1,7 +1,7 @@
-"""`python -m harness`: see harness.cli.app."""
+"""`python -m discovery_harness`: see discovery_harness.cli.app."""
 
 import sys
 
-from harness.cli.app import main
+from discovery_harness.cli.app import main
 
 sys.exit(main())

@@ -3,7 +3,8 @@
 Each era's contract is what that release's own design says a worker must publish, with its
 source in a comment: the PR that introduced or fixed the mode, the release's launch scripts,
 or the design notes it ships (`dynamo/sglang/AGENTS.md` in the ai-dynamo wheel, from 1.0).
-Never what the release happens to do: `python -m harness history` finds that out by running
+Never what the release happens to do: `python -m discovery_harness history` finds that out by
+running
 each. The release-independent invariants (a routed generate endpoint has a card unless
 declared not to; a card has a live instance; an internal card is not public; a listed model
 serves) are the harness's checks and hold in every era.
@@ -40,8 +41,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.model.contract import CHAT_COMPLETIONS, EMBEDDING, EMPTY, ExpectedCard
-from harness.model.topology import Era, WorkerSpec
+from discovery_harness.model.contract import CHAT_COMPLETIONS, EMBEDDING, EMPTY, ExpectedCard
+from discovery_harness.model.topology import Era, WorkerSpec
 
 ERA_0_X = ">=0.7,<1.0"
 # The request plane of each part of the era: 0.7 serves over NATS only; 0.8 added the TCP
@@ -51,16 +52,8 @@ _PLANES_0_7_8 = ((">=0.7,<0.8", "nats"), (">=0.8,<0.9", "tcp"))
 _VL_NAME = "Qwen/Qwen2.5-VL-7B-Instruct"
 _VL_FLAGS = ("--chat-template", "qwen2-vl")
 # Internal: not advertised (model type Empty); what it takes as input was not fixed then.
-_INTERNAL = ExpectedCard(EMPTY, None, "", (), public=False)
+_INTERNAL = ExpectedCard(model_type=EMPTY, model_input=None, worker_type="", needs=(), public=False)
 _MM_REQUESTS = ("chat-image", "chat-image-stream")
-
-
-def _worker(
-    role: str, component: str, model: str, card: ExpectedCard | None, *flags: str, path: str
-) -> WorkerSpec:
-    return WorkerSpec(
-        role=role, flags=flags, model=model, component=component, card=card, start_paths=(path,)
-    )
 
 
 def _internal_endpoint(worker: WorkerSpec) -> WorkerSpec:
@@ -68,37 +61,32 @@ def _internal_endpoint(worker: WorkerSpec) -> WorkerSpec:
     return dataclasses.replace(worker, card=None, internal_endpoint=True)
 
 
-_PROCESSOR = _worker(
-    "mm-processor",
-    "processor",
-    "vision-language",
-    ExpectedCard(CHAT_COMPLETIONS, "Text", "", ()),
-    "--multimodal-processor",
-    *_VL_FLAGS,
-    path="init_multimodal_processor",
+_PROCESSOR = WorkerSpec(
+    role="mm-processor",
+    component="processor",
+    model="vision-language",
+    card=ExpectedCard(model_type=CHAT_COMPLETIONS, model_input="Text", worker_type="", needs=()),
+    flags=("--multimodal-processor", *_VL_FLAGS),
+    start_paths=("init_multimodal_processor",),
 )
-_ENCODER = _worker(
-    "mm-encoder",
-    "encoder",
-    "vision-language",
-    _INTERNAL,
-    "--multimodal-encode-worker",
-    *_VL_FLAGS,
-    path="init_multimodal_encode_worker",
+_ENCODER = WorkerSpec(
+    role="mm-encoder",
+    component="encoder",
+    model="vision-language",
+    card=_INTERNAL,
+    flags=("--multimodal-encode-worker", *_VL_FLAGS),
+    start_paths=("init_multimodal_encode_worker",),
 )
 
 
 def _mm_worker(role: str, component: str, path: str, *mode: str) -> WorkerSpec:
-    return _worker(
-        role,
-        component,
-        "vision-language",
-        _INTERNAL,
-        "--multimodal-worker",
-        *_VL_FLAGS,
-        "--skip-tokenizer-init",
-        *mode,
-        path=path,
+    return WorkerSpec(
+        role=role,
+        component=component,
+        model="vision-language",
+        card=_INTERNAL,
+        flags=("--multimodal-worker", *_VL_FLAGS, "--skip-tokenizer-init", *mode),
+        start_paths=(path,),
     )
 
 
@@ -107,30 +95,30 @@ def _era(
 ) -> tuple[Era, ...]:
     """A <1.0 declaration (namespace from DYN_NAMESPACE), once per request-plane range."""
     return tuple(
-        Era(releases, workers=workers, namespace_flag=False, request_plane=plane, **more)  # type: ignore[arg-type]
+        Era(releases=releases, workers=workers, namespace_flag=False, request_plane=plane, **more)  # type: ignore[arg-type]
         for releases, plane in planes
     )
 
 
 # The current design from 1.3 (worker_type / needs), and 1.0-1.2 without those card fields.
 CURRENT_DESIGN = (
-    Era(">=1.3,<1.6"),
-    Era(">=1.0,<1.3", topology_fields=False),
+    Era(releases=">=1.3,<1.6"),
+    Era(releases=">=1.0,<1.3", topology_fields=False),
 )
 
 
 def added_in(release: str, source: str) -> tuple[Era, ...]:
     """A mode the releases before `release` do not have: skipped there, with the source."""
-    return (Era(f">=0.7,<{release}", unsupported=f"mode added in {release} ({source})"),)
+    return (Era(releases=f">=0.7,<{release}", unsupported=f"mode added in {release} ({source})"),)
 
 
-_AGGREGATED_0_X = _worker(
-    "worker",
-    "backend",
-    "text",
-    ExpectedCard(CHAT_COMPLETIONS, "Tokens", "", ()),
-    "--skip-tokenizer-init",
-    path="init",
+_AGGREGATED_0_X = WorkerSpec(
+    role="worker",
+    component="backend",
+    model="text",
+    card=ExpectedCard(model_type=CHAT_COMPLETIONS, model_input="Tokens", worker_type="", needs=()),
+    flags=("--skip-tokenizer-init",),
+    start_paths=("init",),
 )
 AGGREGATED_ERAS = (*CURRENT_DESIGN, *_era((_AGGREGATED_0_X,)))
 
@@ -139,27 +127,23 @@ AGGREGATED_ERAS = (*CURRENT_DESIGN, *_era((_AGGREGATED_0_X,)))
 # prefill request routing for sglang", 0.8) has the prefill worker register a Prefill card
 # (PR #3709: "discovered as the Prefill model type"), which the frontend does not advertise.
 _NIXL = ("--disaggregation-transfer-backend", "nixl")
-_PREFILL_0_X = _worker(
-    "prefill",
-    "prefill",
-    "text",
-    ExpectedCard("Prefill", "Tokens", "", (), public=False),
-    "--skip-tokenizer-init",
-    "--disaggregation-mode",
-    "prefill",
-    *_NIXL,
-    path="init_prefill",
+_PREFILL_0_X = WorkerSpec(
+    role="prefill",
+    component="prefill",
+    model="text",
+    card=ExpectedCard(
+        model_type="Prefill", model_input="Tokens", worker_type="", needs=(), public=False
+    ),
+    flags=("--skip-tokenizer-init", "--disaggregation-mode", "prefill", *_NIXL),
+    start_paths=("init_prefill",),
 )
-_DECODE_0_X = _worker(
-    "decode",
-    "backend",
-    "text",
-    ExpectedCard(CHAT_COMPLETIONS, "Tokens", "", ()),
-    "--skip-tokenizer-init",
-    "--disaggregation-mode",
-    "decode",
-    *_NIXL,
-    path="init",
+_DECODE_0_X = WorkerSpec(
+    role="decode",
+    component="backend",
+    model="text",
+    card=ExpectedCard(model_type=CHAT_COMPLETIONS, model_input="Tokens", worker_type="", needs=()),
+    flags=("--skip-tokenizer-init", "--disaggregation-mode", "decode", *_NIXL),
+    start_paths=("init",),
 )
 DISAGGREGATED_ERAS = (
     *CURRENT_DESIGN,
@@ -170,13 +154,15 @@ EMBEDDING_ERAS = (
     *CURRENT_DESIGN,
     *_era(
         (
-            _worker(
-                "embedding",
-                "backend",
-                "embedding",
-                ExpectedCard(EMBEDDING, "Text", "", ()),
-                "--embedding-worker",
-                path="init_embedding",
+            WorkerSpec(
+                role="embedding",
+                component="backend",
+                model="embedding",
+                card=ExpectedCard(
+                    model_type=EMBEDDING, model_input="Text", worker_type="", needs=()
+                ),
+                flags=("--embedding-worker",),
+                start_paths=("init_embedding",),
             ),
         )
     ),
@@ -199,7 +185,7 @@ def _processor_eras(*workers: WorkerSpec) -> tuple[Era, ...]:
     return (
         *_era((_PROCESSOR, *workers), _PLANES_0_7_8, **_MM_0_X),
         *(
-            Era(r, workers=(_PROCESSOR, *internal), namespace_flag=flag, **_MM_0_X)  # type: ignore[arg-type]
+            Era(releases=r, workers=(_PROCESSOR, *internal), namespace_flag=flag, **_MM_0_X)  # type: ignore[arg-type]
             for r, flag in _PROCESSOR_DESIGN
         ),
     )
@@ -210,38 +196,35 @@ def _processor_eras(*workers: WorkerSpec) -> tuple[Era, ...]:
 _MM_1_1 = ("--chat-template", "qwen2-vl", "--embedding-transfer-mode", "local")
 _ENCODER_1_1 = dataclasses.replace(
     _ENCODER,
-    card=ExpectedCard(CHAT_COMPLETIONS, "Tokens", "", ()),
+    card=ExpectedCard(model_type=CHAT_COMPLETIONS, model_input="Tokens", worker_type="", needs=()),
     flags=("--multimodal-encode-worker", *_MM_1_1),
 )
 
 
 def _worker_1_1(role: str, component: str, path: str, *mode: str) -> WorkerSpec:
     return _internal_endpoint(
-        _worker(
-            role,
-            component,
-            "vision-language",
-            None,
-            "--multimodal-worker",
-            *_MM_1_1,
-            "--skip-tokenizer-init",
-            *mode,
-            path=path,
+        WorkerSpec(
+            role=role,
+            component=component,
+            model="vision-language",
+            card=None,
+            flags=("--multimodal-worker", *_MM_1_1, "--skip-tokenizer-init", *mode),
+            start_paths=(path,),
         )
     )
 
 
 def _encoder_eras(*workers: WorkerSpec) -> tuple[Era, ...]:
-    return (Era(">=1.1,<1.3", workers=(_ENCODER_1_1, *workers), requests=_MM_REQUESTS),)
+    return (Era(releases=">=1.1,<1.3", workers=(_ENCODER_1_1, *workers), requests=_MM_REQUESTS),)
 
 
 MM_ENCODE_PD_ERAS = (
-    Era(">=1.3,<1.6"),
+    Era(releases=">=1.3,<1.6"),
     *_encoder_eras(_worker_1_1("mm-worker", "backend", "init_multimodal_worker")),
     *_processor_eras(_ENCODER, _MM_PD_0_X),
 )
 MM_ENCODE_P_D_ERAS = (
-    Era(">=1.3,<1.6"),
+    Era(releases=">=1.3,<1.6"),
     *_encoder_eras(
         _worker_1_1(
             "mm-prefill",
@@ -316,8 +299,8 @@ _ENABLE_MM = ("--enable-multimodal",)
 def mm_native_eras(own: tuple[WorkerSpec, ...]) -> tuple[Era, ...]:
     (worker,) = own
     return (
-        Era(">=1.3,<1.6"),
-        Era(">=1.0,<1.3", workers=(legacy(worker, "init_decode", drop=_ENABLE_MM),)),
+        Era(releases=">=1.3,<1.6"),
+        Era(releases=">=1.0,<1.3", workers=(legacy(worker, "init_decode", drop=_ENABLE_MM),)),
         *_in_0_9(legacy(worker, "init", drop=_ENABLE_MM, add=("--skip-tokenizer-init",))),
         *added_in("0.9", "aggregated multimodal, PR #5450"),
     )
@@ -327,7 +310,7 @@ def mm_native_eras(own: tuple[WorkerSpec, ...]) -> tuple[Era, ...]:
 # disaggregated prefill/decode": before it "the prefill and decode handlers never passed it
 # to async_generate"), in 1.3 (request_handlers/llm/mm_disagg_utils.py first ships there).
 MM_NATIVE_P_D_ERAS = (
-    Era(">=1.3,<1.6"),
+    Era(releases=">=1.3,<1.6"),
     *added_in("1.3", "multimodal inputs on a prefill/decode pair, PR #10643"),
 )
 
@@ -352,7 +335,7 @@ def multinode_eras(own: tuple[WorkerSpec, ...]) -> tuple[Era, ...]:
 # 1.0.2's dynamo.sglang has no LoRA code). 1.1.1's handler_base already registers a prefill
 # worker's LoRA as Prefill (PR #8945's fix), the 1.6 contract without worker_type / needs.
 LORA_P_D_ERAS = (
-    Era(">=1.3,<1.6"),
-    Era(">=1.1,<1.3", topology_fields=False),
+    Era(releases=">=1.3,<1.6"),
+    Era(releases=">=1.1,<1.3", topology_fields=False),
     *added_in("1.1", "load_lora / unload_lora endpoints, PR #4769"),
 )

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.model.violations import BAD_CONTENT, WRONG_CARD, ContractFailure
-from harness.plugin import topology_param
-from harness.serving.requests import IMAGE_SIZE
-from harness.serving.shapes import DEFAULT, LISTING
-from scenarios.catalogue import (
+from discovery_harness.model.violations import BAD_CONTENT, WRONG_CARD, ContractFailure
+from discovery_harness.plugin import topology_param
+from discovery_harness.serving.requests import IMAGE_SIZE
+from discovery_harness.serving.shapes import DEFAULT, LISTING
+from discovery_harness_scenarios.catalogue import (
     AGGREGATED,
     EMBEDDING_TOPOLOGY,
     IMAGE_DIFFUSION,

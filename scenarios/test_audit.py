@@ -1,4 +1,4 @@
-"""`python -m harness audit` against real deployments, started by the code the tests use:
+"""`python -m discovery_harness audit` against real deployments, started by the code the tests use:
 conformant ones pass, each injected fault is named with the scenario self-test's kind and
 role, the file backend is audited through its store, an unreachable store is exit 2.
 
@@ -19,11 +19,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.cli.app import main
-from harness.common.deadline import Deadline
-from harness.deployment import FILE, Deployment, Planes, Session
-from harness.model.topology import Topology
-from harness.model.violations import (
+from discovery_harness.cli.app import main
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.deployment import FILE, Deployment, Planes, Session
+from discovery_harness.model.topology import Topology
+from discovery_harness.model.violations import (
     BAD_RESPONSE,
     INTERNAL_ADVERTISED,
     NEEDS_UNMET,
@@ -31,10 +31,11 @@ from harness.model.violations import (
     WRONG_CARD,
     ContractFailure,
 )
-from harness.plugin import topology_param
-from harness.processes import ports
-from harness.runtime.spawn import FRESH
-from scenarios.catalogue import AGGREGATED, CATALOGUE, MM_ENCODE_PD
+from discovery_harness.plugin import topology_param
+from discovery_harness.plugin.session import FAULTS_KEY
+from discovery_harness.processes import ports
+from discovery_harness.runtime.spawn import FRESH
+from discovery_harness_scenarios.catalogue import AGGREGATED, CATALOGUE, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,12 +43,19 @@ UP_DEADLINE_S = 180.0
 
 
 @pytest.fixture
-def deployed(harness_session: Session) -> Iterator[Callable[..., Deployment]]:
+def deployed(
+    harness_session: Session, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Deployment]]:
     """Start a topology as the deploy fixture does, readiness decided but not raised (an
-    injected fault is what the audit must find), stopped after the test."""
+    injected fault is what the audit must find), stopped after the test. Without faults of
+    its own, the run's --inject-fault ones for its roles, as `deploy` takes them."""
     started: list[Deployment] = []
+    injected = request.config.stash[FAULTS_KEY]
 
     def start(topology, faults=None, **options) -> Deployment:
+        if faults is None:
+            roles = {w.role for w in topology.workers}
+            faults = {role: fault for role, fault in injected.items() if role in roles}
         deployment = Deployment(topology, harness_session, faults=faults, strict=True, **options)
         started.append(deployment)
         deployment.start()
@@ -88,7 +96,7 @@ def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
         [
             sys.executable,
             "-m",
-            "harness",
+            "discovery_harness",
             "up",
             "aggregated",
             "--env-file",
@@ -112,7 +120,7 @@ def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
             [
                 sys.executable,
                 "-m",
-                "harness",
+                "discovery_harness",
                 "audit",
                 "--etcd",
                 values["ETCD_ENDPOINTS"],
@@ -153,12 +161,12 @@ def test_audit_names_the_mm_worker_that_never_registered(deployed, capsys, tmp_p
 
 
 @pytest.mark.pre_merge
-def test_an_unreachable_store_or_frontend_is_exit_2_with_one_line(capsys, infra_endpoints):
+def test_an_unreachable_store_or_frontend_is_exit_4_with_one_line(capsys, infra_endpoints):
     closed = ports.allocate_one()
     try:
         code = main(["audit", "--etcd", f"http://127.0.0.1:{closed}"])
         err = capsys.readouterr().err
-        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert code == 4 and len(err.strip().splitlines()) == 1, err
         code = main(
             [
                 "audit",
@@ -171,7 +179,7 @@ def test_an_unreachable_store_or_frontend_is_exit_2_with_one_line(capsys, infra_
             ]
         )
         err = capsys.readouterr().err
-        assert code == 2 and len(err.strip().splitlines()) == 1 and "frontend" in err, err
+        assert code == 4 and len(err.strip().splitlines()) == 1 and "frontend" in err, err
     finally:
         ports.release([closed])
 
@@ -185,7 +193,7 @@ CPU_TOPOLOGIES = [t for t in CATALOGUE if t.cpu_skip is None]
 )
 def test_every_topology_audits_conformant(topology, deployed, capsys, tmp_path):
     deployment = deployed(topology)
-    assert not deployment.found, deployment.found
+    deployment.verify()  # a readiness failure is raised with the harness's diagnosis
     code, out = etcd_audit(capsys, deployment, tmp_path, "--probe")
     assert code == 0, out
 
@@ -194,12 +202,26 @@ def _cards(topology: Topology) -> tuple[object, ...]:
     return tuple((w.component, w.card) for w in topology.registering_workers)
 
 
-def role_seen_by_discovery(topology: Topology, role: str) -> str:
-    """Topologies whose cards are identical (mm-native-p-d and disaggregated differ only in
-    flags) cannot be told apart from discovery: the audit names the first one's roles."""
+def twin_roles(topology: Topology, role: str) -> list[str]:
+    """The role and every worker of the topology that discovery cannot tell from it: the
+    same component and card (two decode workers of one P/D set)."""
+    shape = (topology.worker(role).component, topology.worker(role).card)
+    return [w.role for w in topology.registering_workers if (w.component, w.card) == shape]
+
+
+def roles_seen_by_discovery(topology: Topology, role: str) -> set[str]:
+    """The names the audit may give the role, unhinted. Topologies whose cards are identical
+    (mm-native-p-d and disaggregated differ only in flags) cannot be told apart from
+    discovery: the audit names the first one's roles; nor can twin roles (either name)."""
     twin = next(t for t in CATALOGUE if _cards(t) == _cards(topology))
-    position = topology.registering_workers.index(topology.worker(role))
-    return twin.registering_workers[position].role
+    positions = [
+        topology.registering_workers.index(topology.worker(r)) for r in twin_roles(topology, role)
+    ]
+    return {twin.registering_workers[p].role for p in positions}
+
+
+def _named(out: str, roles: set[str]) -> bool:
+    return any(f"[{NEVER_REGISTERED}] worker '{name}'" in out for name in roles)
 
 
 SKIP_CASES = [
@@ -217,14 +239,16 @@ def test_each_skipped_registration_is_named_as_the_self_test_names_it(
     topology, role, deployed, capsys, tmp_path
 ):
     deployment = deployed(topology, faults={role: "skip-registration"})
-    assert {v.role for v in deployment.found if v.kind == NEVER_REGISTERED} == {role}
+    found = deployment.verdict().violations
+    assert {v.role for v in found if v.kind == NEVER_REGISTERED} == {role}, ContractFailure(
+        topology.name, list(found)
+    )
     code, out = etcd_audit(capsys, deployment, tmp_path)
-    named = f"[{NEVER_REGISTERED}] worker '{role_seen_by_discovery(topology, role)}'"
-    assert code == 1 and named in out, out
+    assert code == 1 and _named(out, roles_seen_by_discovery(topology, role)), out
     assert "needs-not-met" not in out  # the peer's unmet need is this same finding
-    # Told what was deployed, the audit names the self-test's own role.
+    # Told what was deployed, the audit names the self-test's own role (or its twin's).
     code, out = etcd_audit(capsys, deployment, tmp_path, "--topology", topology.name)
-    assert code == 1 and f"[{NEVER_REGISTERED}] worker '{role}'" in out, out
+    assert code == 1 and _named(out, set(twin_roles(topology, role))), out
 
 
 @pytest.mark.nightly

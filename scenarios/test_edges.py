@@ -9,10 +9,10 @@ import signal
 
 import pytest
 
-from harness.deployment.disruption import come_back, depart
-from harness.model.violations import INCOMPATIBLE_WORKERS, INTERFERENCE, ContractFailure
-from harness.plugin import topology_param
-from scenarios.catalogue import AGGREGATED, DISAGGREGATED, MM_ENCODE_PD
+from discovery_harness.deployment.disruption import come_back, depart
+from discovery_harness.model.violations import INCOMPATIBLE_WORKERS, INTERFERENCE, ContractFailure
+from discovery_harness.plugin import topology_param
+from discovery_harness_scenarios.catalogue import AGGREGATED, DISAGGREGATED, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge, pytest.mark.gpu_0]
 # Stops wait out Dynamo's 5 s shutdown grace and the frontend's unlisting (~8 s): nightly.
@@ -27,23 +27,14 @@ _STOPPED_ROLES = [
     pytest.param(
         AGGREGATED, "worker", id="aggregated-worker", marks=topology_param(AGGREGATED).marks
     ),
+    # A 503 right after the restarted prefill worker is listed again is a known violation of
+    # 1.6.1 inside the window the catalogue declares (measured, cited: finding 8); outside it
+    # the verdict fails.
     pytest.param(
         DISAGGREGATED,
         "prefill",
         id="disaggregated-prefill",
-        marks=[
-            *topology_param(DISAGGREGATED).marks,
-            # Not strict: seen in 1 of 2 clean-clone CI runs (2026-12-04), so a pass is not a fix.
-            pytest.mark.xfail(
-                strict=False,
-                reason="Dynamo 1.6.1, intermittent: after the prefill worker restarts and "
-                "registers, the model is listed and one of the next requests can get 503 "
-                "(measured: 4 x 200 and 1 x 503) while the frontend re-activates the prefill "
-                "route in the background (Dynamo PR #7530); the listing follows the namespace, "
-                "the routing follows the activation",
-                raises=ContractFailure,
-            ),
-        ],
+        marks=topology_param(DISAGGREGATED).marks,
     ),
 ]
 
@@ -61,8 +52,10 @@ def test_sigterm_takes_the_worker_out_of_routing_and_a_restart_serves_again(
     back = come_back(deployment, role, within_s=30)
     record_property("restart", back.describe())
     assert back.registered_s is not None and back.listed_s is not None, back.describe()
-    deployment.verify()  # every answer since readiness, the restart's included (503 → fails)
-    assert all(reply.ok for reply in back.replies), back.describe()
+    # Every answer since readiness, the restart's included: a 503 fails unless the catalogue
+    # declares it known inside a measured window after the model was listed again.
+    deployment.verify()  # a known one goes to the report (the deploy fixture records it)
+    assert all(reply.ok or reply.status == 503 for reply in back.replies), back.describe()
 
 
 @LONG

@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from harness.model.violations import ContractFailure
-from harness.plugin import topology_param
-from scenarios.catalogue import GATEWAY
+from discovery_harness.model.violations import ContractFailure
+from discovery_harness.plugin import topology_param
+from discovery_harness_scenarios.catalogue import GATEWAY
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.nightly, pytest.mark.gpu_0]
 

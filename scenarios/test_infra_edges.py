@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.deployment.disruption import disrupt
-from harness.plugin import topology_param
-from scenarios.catalogue import AGGREGATED
+from discovery_harness.deployment.disruption import disrupt
+from discovery_harness.plugin import topology_param
+from discovery_harness_scenarios.catalogue import AGGREGATED
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.nightly, pytest.mark.gpu_0]
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.deployment.fingerprint import differences, discovery_fingerprint
-from harness.deployment.lora import LoraControl
-from harness.plugin import parametrize_scenarios
-from scenarios.catalogue import LORA_P_D
+from discovery_harness.deployment.fingerprint import differences, discovery_fingerprint
+from discovery_harness.deployment.lora import LoraControl
+from discovery_harness.plugin import parametrize_scenarios
+from discovery_harness_scenarios.catalogue import LORA_P_D
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge]
 LORA = "harness-lora"

@@ -9,10 +9,14 @@ import os
 import psutil
 import pytest
 
-from harness.deployment.fingerprint import answer_fingerprint, differences, discovery_fingerprint
-from harness.plugin import topology_param
-from harness.runtime.spawn import FRESH, ZYGOTE
-from scenarios.catalogue import AGGREGATED, MM_ENCODE_PD
+from discovery_harness.deployment.fingerprint import (
+    answer_fingerprint,
+    differences,
+    discovery_fingerprint,
+)
+from discovery_harness.plugin import topology_param
+from discovery_harness.runtime.spawn import FRESH, ZYGOTE
+from discovery_harness_scenarios.catalogue import AGGREGATED, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge, pytest.mark.gpu_0]
 

@@ -10,8 +10,8 @@ import itertools
 
 import pytest
 
-from harness.plugin import topology_param
-from scenarios.catalogue import DISAGGREGATED, MM_ENCODE_P_D, MM_ENCODE_PD
+from discovery_harness.plugin import topology_param
+from discovery_harness_scenarios.catalogue import DISAGGREGATED, MM_ENCODE_P_D, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge, pytest.mark.gpu_0]
 

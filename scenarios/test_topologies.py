@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.plugin import parametrize_scenarios
-from scenarios.catalogue import CATALOGUE
+from discovery_harness.plugin import parametrize_scenarios
+from discovery_harness.serving.shapes import selected
+from discovery_harness_scenarios.catalogue import CATALOGUE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge]
 
@@ -20,6 +21,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def test_registers_and_serves(scenario, deploy):
     deployment = deploy(scenario)
-    deployment.send_shapes()  # the topology's request shapes, each once
+    topology = scenario.topology
+    for shape in selected(topology.requests, topology.shapes):  # each declared shape, once
+        deployment.send(shape.kind, shape=shape.name)
     assert deployment.advertised_addresses() == deployment.loopback_addresses()
     deployment.verify()  # every answer judged; a release's declared findings set aside

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.deployment import FILE, NATS, ZMQ, Planes
-from harness.plugin import topology_param
-from harness.runtime.spawn import FRESH
-from scenarios.catalogue import AGGREGATED, MM_ENCODE_PD
+from discovery_harness.deployment import FILE, NATS, ZMQ, Planes
+from discovery_harness.plugin import topology_param
+from discovery_harness.runtime.spawn import FRESH
+from discovery_harness_scenarios.catalogue import AGGREGATED, MM_ENCODE_PD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]
 

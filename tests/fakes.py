@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from harness.discovery.observer import DiscoveryState
-from harness.model.contract import ExpectedCard
+from discovery_harness.discovery.observer import DiscoveryState
+from discovery_harness.model.contract import ExpectedCard
 
 NS = "h-unit-abc123"
 

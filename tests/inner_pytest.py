@@ -8,10 +8,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness.runtime import gpus
+from discovery_harness.runtime import gpus
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+# One GPU the GPU probe takes as usable, on a machine without one: the GPU tier's own checks
+# and selection, run here (nothing of it starts a worker).
+ONE_GPU = {
+    "CUDA_VISIBLE_DEVICES": "0",
+    "HARNESS_CUDA_INIT": '{"torch": "2.13.0", "cuda": "13.0", "count": 1, "error": null}',
+}
 
 
 def session_env(**extra: str) -> dict[str, str]:
@@ -37,9 +43,9 @@ def run_pytest(
 def run_cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m harness ARGS` from the project root, as a user runs it."""
+    """`python -m discovery_harness ARGS` from the project root, as a user runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+        [sys.executable, "-m", "discovery_harness", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

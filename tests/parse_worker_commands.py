@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from workers import torchvision_shim
+from discovery_harness_workers import torchvision_shim
 
 
 def _plain(namespace: object) -> dict[str, Any]:
@@ -55,12 +55,13 @@ def parse(argv: list[str]) -> dict[str, Any]:
 
 def start_path(config: Any) -> str:
     """The start path main.worker() takes for this config: its own dispatch conditions (read
-    by harness.judge.coverage) evaluated on the parsed config, then the init function's sub-path
+    by discovery_harness.judge.coverage) evaluated on the parsed config, then the init function's
+    sub-path
     for a follower node or a gateway leader."""
     from dynamo.common.constants import DisaggregationMode
     from dynamo.sglang.gateway import gateway_worker_count
 
-    from harness.judge.coverage import dispatch_conditions, installed_start_paths
+    from discovery_harness.judge.coverage import dispatch_conditions, installed_start_paths
 
     scope = {"config": config, "DisaggregationMode": DisaggregationMode}
     chosen = next(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.processes.loopback import ProcessPorts
-from harness.runtime.launch import WorkerSite
+from discovery_harness.processes.loopback import ProcessPorts
+from discovery_harness.runtime.launch import WorkerSite
 
 
 def worker_site(tmp_path: Path, **fields: object) -> WorkerSite:

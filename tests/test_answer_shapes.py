@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from harness.model.topology import CHEAP_SHAPES, EVERY_SHAPE
-from harness.serving import answers, model_facts, pooled_answers, shapes
-from workers.tiny_models import write_text_model
+from discovery_harness.model.topology import CHEAP_SHAPES, EVERY_SHAPE
+from discovery_harness.serving import answers, model_facts, pooled_answers, shapes
+from discovery_harness_workers.tiny_models import write_text_model
 
 pytestmark = pytest.mark.unit
 

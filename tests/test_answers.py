@@ -1,4 +1,4 @@
-"""Every promise harness.serving.answers checks, shown failing on a hand-made answer: good
+"""Every promise discovery_harness.serving.answers checks, shown failing on a hand-made answer: good
 answers (as 1.6.1's frontend gives them) pass, and each mutation is caught with its own
 message. The ones a worker can break are also injected into real workers
 (scenarios/test_answer_selftests.py); the ones only the frontend makes (SSE framing, ids,
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from harness.serving import answers, media_answers, pooled_answers
+from discovery_harness.serving import answers, media_answers, pooled_answers
 
 pytestmark = pytest.mark.unit
 

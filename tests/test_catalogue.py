@@ -3,52 +3,196 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from harness.cli.app import gpu_table, topologies_table
-from harness.model.assets import ASSET_KEYS
-from harness.serving import shapes
-from harness.serving.requests import KINDS
-from scenarios.catalogue import CATALOGUE, MULTIMODAL_FLAGS
+from discovery_harness.cli.tables import DOC_COMMAND, catalogue_doc, gpu_table, topologies_table
+from discovery_harness.model.assets import ASSET_KEYS
+from discovery_harness.model.catalogue import Catalogue, load
+from discovery_harness.model.topology import (
+    GpuProfile,
+    Placement,
+    Topology,
+    WorkerPlacement,
+    WorkerSpec,
+)
+from discovery_harness.model.validation import CatalogueError, catalogue_problems
+from discovery_harness.serving import shapes
+from discovery_harness.serving.requests import KINDS
+from discovery_harness_scenarios.catalogue import (
+    CATALOGUE,
+    DISAGGREGATED,
+    GPU_MODELS,
+    MULTIMODAL_FLAGS,
+)
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
 MM_FLAGS = " ".join(MULTIMODAL_FLAGS)
 
 
-def test_every_topology_is_well_formed():
-    assert len({t.name for t in CATALOGUE}) == len(CATALOGUE)
+def test_the_catalogue_holds_its_invariants():
+    assert catalogue_problems(CATALOGUE, GPU_MODELS) == []
     for topology in CATALOGUE:
-        unpinned = [w.component for w in topology.workers if not w.pin_request_plane]
-        # A worker whose port Dynamo picks is told apart by its component alone.
-        assert len(unpinned) == len(set(unpinned)), topology.name
-        assert all(w.pin_request_plane for w in topology.workers if w.card is None)
-        roles = [w.role for w in topology.workers]
-        assert len(set(roles)) == len(roles), topology.name
-        assert topology.public_workers, f"{topology.name} has no public worker"
         assert set(topology.requests) <= set(KINDS), topology.name
+        assert all(w.pin_request_plane for w in topology.workers if w.card is None)
         assert shapes.selected(topology.requests, topology.shapes), topology.name
-        assert {w.model for w in topology.workers} <= set(ASSET_KEYS), topology.name
 
 
-def test_readme_contract_table_matches_the_catalogue():
-    generated = topologies_table().replace(f"`{MM_FLAGS} ", "MM + `").splitlines()[2:]
-    readme_rows = [line for line in README.read_text().splitlines() if line.startswith("| ")]
-    for row in generated:
-        assert row in readme_rows, f"README is missing or differs on:\n{row}"
+def _broken(**changes: object) -> Topology:
+    return dataclasses.replace(DISAGGREGATED, **changes)
 
 
-def test_readme_gpu_table_matches_the_catalogue():
-    readme_rows = [line for line in README.read_text().splitlines() if line.startswith("| ")]
-    for row in gpu_table().splitlines()[2:]:
-        assert row in readme_rows, f"README's GPU runners table is missing or differs on:\n{row}"
+def _layout(*workers: WorkerPlacement, gpus: int = 1, order: tuple[str, ...] = ()) -> GpuProfile:
+    return GpuProfile(placements=(Placement(gpus=gpus, workers=workers, start_order=order),))
+
+
+def replace_model(worker: WorkerSpec) -> WorkerSpec:
+    return dataclasses.replace(worker, model="txt")
+
+
+BROKEN = {
+    "a mistyped role in a layout": (
+        _broken(
+            gpu=_layout(
+                WorkerPlacement(role="prefil", gpu=0), WorkerPlacement(role="decode", gpu=0)
+            )
+        ),
+        [
+            "layout 1gpu: role 'prefil' is not a worker of the topology (roles: prefill, decode)",
+            "layout 1gpu: worker 'prefill' has no place in the layout",
+        ],
+    ),
+    "a mistyped role in a start order": (
+        _broken(
+            gpu=_layout(
+                WorkerPlacement(role="prefill", gpu=0),
+                WorkerPlacement(role="decode", gpu=0),
+                order=("prefill", "decod"),
+            )
+        ),
+        ["start order names 'decod', which is not a worker of the topology"],
+    ),
+    "an unknown asset": (
+        _broken(workers=(DISAGGREGATED.workers[0], replace_model(DISAGGREGATED.workers[1]))),
+        ["worker 'decode' uses asset 'txt', which is not one of"],
+    ),
+    "a need no role satisfies": (
+        _broken(
+            workers=DISAGGREGATED.workers[1:], gpu=_layout(WorkerPlacement(role="decode", gpu=0))
+        ),
+        [
+            "worker 'decode' needs prefill, which no worker of the topology is "
+            "(worker types: decode)"
+        ],
+    ),
+    "an unknown selection of request shapes": (
+        _broken(shapes="all"),
+        ["shapes 'all', expected 'cheap' or 'every'"],
+    ),
+    "a GPU layout that does not fit its own count": (
+        _broken(
+            gpu=_layout(
+                WorkerPlacement(role="prefill", gpu=0), WorkerPlacement(role="decode", gpu=1)
+            )
+        ),
+        ["layout 1gpu: worker 'decode' is on GPU 1, outside the layout's 1 GPU(s) (0-0)"],
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", BROKEN)
+def test_a_broken_topology_is_named_with_its_mistake(mistake):
+    topology, expected = BROKEN[mistake]
+    problems = catalogue_problems((topology,))
+    for text in expected:
+        assert any(text in p for p in problems), problems
+
+
+def test_a_catalogue_named_by_the_environment_is_checked_when_loaded(tmp_path, monkeypatch):
+    """HARNESS_CATALOGUE's catalogue too: loading it fails with every problem, and a command
+    reading it says so in one usage error (exit 4), no traceback."""
+    (tmp_path / "broken_catalogue.py").write_text(
+        "import dataclasses\n"
+        "from discovery_harness_scenarios.catalogue import AGGREGATED\n"
+        "worker = dataclasses.replace(AGGREGATED.workers[0], model='txt')\n"
+        "CATALOGUE = (dataclasses.replace(AGGREGATED, workers=(worker,)), AGGREGATED)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("HARNESS_CATALOGUE", "broken_catalogue")
+    with pytest.raises(CatalogueError) as failure:
+        load()
+    assert failure.value.problems == [
+        "topology 'aggregated' is declared twice",
+        "aggregated: worker 'worker' uses asset 'txt', which is not one of "
+        + ", ".join(ASSET_KEYS),
+    ]
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "discovery_harness", "topologies"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 4, result.stderr
+    assert "catalogue 'broken_catalogue' is not valid (2 problem(s))" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_docs_topologies_is_the_catalogue_generated():
+    """docs/topologies.md equals what the catalogue generates, line for line: adding a mode
+    to the catalogue and regenerating it is the whole change to the docs."""
+    written = (ROOT / "docs" / "topologies.md").read_text().splitlines()
+    generated = catalogue_doc().splitlines()
+    first = next(
+        (i for i, (a, b) in enumerate(zip(written, generated, strict=False)) if a != b),
+        min(len(written), len(generated)),
+    )
+    assert written == generated, (
+        f"docs/topologies.md differs from the catalogue from line {first + 1}:\n"
+        f"  written:   {written[first] if first < len(written) else '(end)'}\n"
+        f"  generated: {generated[first] if first < len(generated) else '(end)'}\n"
+        f"regenerate it: {DOC_COMMAND}"
+    )
+
+
+def _readme_rows_like(table: str) -> tuple[list[str], list[str]]:
+    """(README rows shaped like the table's rows: a topology's name first, as many cells;
+    the generated rows)."""
+    generated = table.splitlines()[2:]
+    width = generated[0].count(" | ")
+    names = tuple(f"| {t.name} |" for t in CATALOGUE)
+    readme = [
+        line
+        for line in README.read_text().splitlines()
+        if line.startswith(names) and line.count(" | ") == width
+    ]
+    return readme, generated
+
+
+def test_what_the_readme_says_of_the_contracts_is_the_catalogue():
+    """Whatever contract rows README still shows are the catalogue's (the whole table is
+    docs/topologies.md, generated)."""
+    readme, generated = _readme_rows_like(topologies_table())
+    generated = [row.replace(f"`{MM_FLAGS} ", "MM + `") for row in generated]
+    assert [row for row in readme if row not in generated] == []
+
+
+def test_what_the_readme_says_of_the_gpu_layouts_is_the_catalogue():
+    readme, generated = _readme_rows_like(gpu_table())
+    assert [row for row in readme if row not in generated] == []
 
 
 def test_a_topology_the_cpu_tier_cannot_run_is_skipped_there_with_its_reason():
     import dataclasses
 
-    from harness.plugin import topology_param
+    from discovery_harness.plugin import topology_param
 
     gpu_only = dataclasses.replace(CATALOGUE[0], cpu_skip="needs a CUDA checkpoint")
     skips = [m for m in topology_param(gpu_only).marks if m.name == "skip"]
@@ -56,9 +200,22 @@ def test_a_topology_the_cpu_tier_cannot_run_is_skipped_there_with_its_reason():
     assert not [m for m in topology_param(CATALOGUE[0]).marks if m.name == "skip"]
 
 
+def test_a_catalogue_change_shows_in_the_generated_docs():
+    """The equality check can fail: a renamed role changes the generated file."""
+    renamed = dataclasses.replace(
+        DISAGGREGATED.workers[1],
+        card=dataclasses.replace(DISAGGREGATED.workers[1].card, public=False),
+    )
+    changed = Catalogue(
+        (dataclasses.replace(DISAGGREGATED, workers=(DISAGGREGATED.workers[0], renamed)),)
+    )
+    assert catalogue_doc(changed) != catalogue_doc(Catalogue((DISAGGREGATED,)))
+    assert "| disaggregated | decode | init_decode |" in catalogue_doc(changed)
+
+
 def test_every_kind_has_its_shapes_as_data():
-    """Each request kind's shapes start with its default; every shape changes something; a
-    topology's selection is validated (one usage-error line for an unknown one)."""
+    """Each request kind's shapes start with its default; every other shape says what it
+    reaches; a selection or a shape that does not exist is one clear error."""
     assert set(shapes.SHAPES) == set(KINDS)
     for kind, kind_shapes in shapes.SHAPES.items():
         assert kind_shapes[0].name == shapes.DEFAULT and kind_shapes[0].cheap, kind
@@ -68,7 +225,5 @@ def test_every_kind_has_its_shapes_as_data():
             assert shape.why, shape.label
     with pytest.raises(ValueError, match="shapes 'some'"):
         shapes.selected(("chat",), "some")
-    with pytest.raises(ValueError, match="topology aggregated: shapes 'all', expected"):
-        dataclasses.replace(CATALOGUE[0], shapes="all")
     with pytest.raises(KeyError, match=r"no request shape chat\[nope\]"):
         shapes.shape("chat", "nope")

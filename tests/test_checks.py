@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from harness.judge import checks
-from harness.model.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
-from harness.model.violations import (
+from discovery_harness.judge import checks
+from discovery_harness.model.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
+from discovery_harness.model.violations import (
     BAD_RESPONSE,
     CARD_WITHOUT_INSTANCE,
     INCOMPATIBLE_WORKERS,
@@ -15,11 +15,17 @@ from harness.model.violations import (
     STATUS_503,
     WRONG_CARD,
 )
-from harness.serving.http_client import Exchange
+from discovery_harness.serving.http_client import Exchange
 from tests.fakes import NS, FakeWorker, card_entry, instance_entry, state
 
-AGG = ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated")
-INTERNAL = ExpectedCard(EMPTY, "Tokens", "aggregated", (("encode",),), public=False)
+AGG = ExpectedCard(model_type=CHAT_COMPLETIONS, model_input="Tokens", worker_type="aggregated")
+INTERNAL = ExpectedCard(
+    model_type=EMPTY,
+    model_input="Tokens",
+    worker_type="aggregated",
+    needs=(("encode",),),
+    public=False,
+)
 
 
 def _card(**fields: object):
@@ -82,7 +88,10 @@ def test_empty_model_type_reads_as_empty():
 
 def test_needs_compare_as_sets_of_groups():
     expected = ExpectedCard(
-        CHAT_COMPLETIONS, "Tokens", "encode", (("prefill", "decode"), ("aggregated",))
+        model_type=CHAT_COMPLETIONS,
+        model_input="Tokens",
+        worker_type="encode",
+        needs=(("prefill", "decode"), ("aggregated",)),
     )
     worker = FakeWorker("enc", "backend", expected)
     card = _card(worker_type="encode", needs=[["aggregated"], ["decode", "prefill"]])
@@ -137,10 +146,25 @@ def test_a_400_or_422_after_readiness_fails_the_verdict():
 
 def test_servable_follows_the_declared_needs():
     encoder = ExpectedCard(
-        CHAT_COMPLETIONS, "Tokens", "encode", (("prefill", "decode"), ("aggregated",))
+        model_type=CHAT_COMPLETIONS,
+        model_input="Tokens",
+        worker_type="encode",
+        needs=(("prefill", "decode"), ("aggregated",)),
     )
-    prefill = ExpectedCard("Prefill", "Tokens", "prefill", (("decode",),), public=False)
-    decode_internal = ExpectedCard(EMPTY, "Tokens", "decode", (("prefill",),), public=False)
+    prefill = ExpectedCard(
+        model_type="Prefill",
+        model_input="Tokens",
+        worker_type="prefill",
+        needs=(("decode",),),
+        public=False,
+    )
+    decode_internal = ExpectedCard(
+        model_type=EMPTY,
+        model_input="Tokens",
+        worker_type="decode",
+        needs=(("prefill",),),
+        public=False,
+    )
     assert checks.servable([AGG])
     assert checks.servable([AGG, AGG])
     assert not checks.servable([prefill, decode_internal])  # no public worker yet

@@ -8,16 +8,16 @@ import signal
 import subprocess
 import sys
 
-from harness.plugin.options import ENV_VARIABLES
+from discovery_harness.plugin.options import ENV_VARIABLES
+from discovery_harness_workers.faults import FAULTS
 from tests.inner_pytest import ROOT, run_pytest, session_env
-from workers.faults import FAULTS
 
 SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated]"
 
 
 def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+        [sys.executable, "-m", "discovery_harness", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -29,7 +29,7 @@ def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 def test_conformance_help_says_what_it_runs_and_shows_no_report():
     result = _harness("conformance", "--help")
     assert result.returncode == 0, result.stderr
-    assert "scenarios/test_topologies.py::test_registers_and_serves" in result.stdout
+    assert "discovery_harness_scenarios.test_topologies::test_registers_and_serves" in result.stdout
     assert "reports/conformance.xml" in result.stdout and "--topology NAME" in result.stdout
     assert "=== conformance report ===" not in result.stdout  # no old report
     assert "general:" not in result.stdout and "--junitxml" not in result.stdout  # no pytest help
@@ -39,8 +39,11 @@ def test_models_list_exits_0_with_a_status_column_once(tmp_path):
     empty = {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
     listed = _harness("models", "list", "rerank", env=empty)
     assert listed.returncode == 0, listed.stdout + listed.stderr
-    rows = [line for line in listed.stdout.splitlines() if "topology 'rerank'" in line]
+    rows = [line for line in listed.stdout.splitlines() if "(rerank/rerank)" in line]
     assert len(rows) == 1 and rows[0].startswith("MISSING "), listed.stdout
+    # The one listing: -m's selection prints the same rows.
+    selected = _harness("models", "list", "-m", "gpu_1 and not nightly", env=empty)
+    assert rows[0] in selected.stdout.splitlines(), selected.stdout
     assert listed.stderr == ""  # printed once
     checked = _harness("models", "list", "--check", "rerank", env=empty)
     assert checked.returncode == 1, checked.stdout + checked.stderr
@@ -49,7 +52,7 @@ def test_models_list_exits_0_with_a_status_column_once(tmp_path):
 def test_a_closed_pipe_ends_a_printing_command_quietly():
     for command in (["plan"], ["topologies"]):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harness", *command],
+            [sys.executable, "-m", "discovery_harness", *command],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -80,3 +83,5 @@ def test_the_runs_first_lines_name_the_injected_faults():
     assert "discovery harness: faults injected: worker=handler-error" in faulty.stdout
     clean = run_pytest("--collect-only", "-q", SCENARIO)
     assert "discovery harness: faults injected: none" in clean.stdout
+
+

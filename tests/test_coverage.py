@@ -7,8 +7,8 @@ import dataclasses
 import shutil
 from pathlib import Path
 
-from harness.judge.coverage import gaps, installed_start_paths, sglang_package_dir
-from harness.model.catalogue import load
+from discovery_harness.judge.coverage import gaps, installed_start_paths, sglang_package_dir
+from discovery_harness.model.catalogue import load
 
 
 def test_every_installed_start_path_is_covered_or_exempt():

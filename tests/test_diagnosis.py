@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.deployment import diagnosis
+from discovery_harness.deployment import diagnosis
 
 pytestmark = pytest.mark.unit
 

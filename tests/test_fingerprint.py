@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from harness.deployment.fingerprint import answer_fingerprint, differences, discovery_fingerprint
-from harness.serving.requests import Reply
+from discovery_harness.deployment.fingerprint import (
+    answer_fingerprint,
+    differences,
+    discovery_fingerprint,
+)
+from discovery_harness.serving.requests import Reply
 from tests.fakes import NS, card_entry, instance_entry, state
 
 

@@ -7,16 +7,16 @@ the system Python, must fail."""
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.checkout_copy import copy_checkout
+from tests.rehearsal import CONTAINER_MARKS, not_shown
+from tests.rehearsal import rehearse as run_rehearsal
+
 ROOT = Path(__file__).resolve().parent.parent
-REHEARSAL = ROOT / "ci" / "rehearsal" / "run.sh"
 PLAIN_INSTALL = (
     "install() {\n"
     "  python3 -m pip install -q -r ci/requirements/harness.txt &&\n"
@@ -24,29 +24,15 @@ PLAIN_INSTALL = (
     "}\n"
 )
 
-pytestmark = [
-    pytest.mark.nightly,
-    pytest.mark.skipif(os.geteuid() != 0, reason="podman here runs as root"),
-    pytest.mark.skipif(shutil.which("podman") is None, reason="ci/rehearsal/setup.sh not run"),
-    pytest.mark.timeout(900),
-    # One xdist worker for both: they share the cached image and stack folder.
-    pytest.mark.xdist_group("gpu-job-rehearsal"),
-]
+pytestmark = [pytest.mark.nightly, pytest.mark.timeout(900), *CONTAINER_MARKS]
 
 
 def rehearse(checkout: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", str(REHEARSAL), str(checkout)],
-        capture_output=True,
-        text=True,
-        timeout=840,
-        cwd=ROOT,
-    )
+    return run_rehearsal(checkout, timeout=840)
 
 
 def unmet(result: subprocess.CompletedProcess[str]) -> list[str]:
     """What a rehearsal did not show, of everything up to the first need for a GPU."""
-    out = result.stdout + result.stderr
     expected = {
         "runs as the image's user, UID 1000": r"rehearsal: running as uid=1000\(dynamo\)",
         "the checkout is not writable by it": r"the checkout is read-only to dynamo",
@@ -59,7 +45,7 @@ def unmet(result: subprocess.CompletedProcess[str]) -> list[str]:
         "the GPU-tier run fails loudly": r"ERROR: --tier gpu: no GPU is visible here",
         "the job fails": r"GPU job FAILED \(exit 4\)",
     }
-    missing = [what for what, pattern in expected.items() if not re.search(pattern, out)]
+    missing = not_shown(result, expected)
     if result.returncode == 0:
         missing.append("the job exits non-zero")
     return missing
@@ -72,7 +58,8 @@ def test_gpu_job_rehearsal_runs_everything_up_to_the_gpu(tmp_path):
 
 def test_gpu_job_rehearsal_catches_a_plain_pip_install_into_the_system_python(tmp_path):
     checkout = tmp_path / "checkout"
-    shutil.copytree(ROOT, checkout, ignore=shutil.ignore_patterns(".venv", "build", ".git"))
+    written = copy_checkout(ROOT, checkout)  # the files git knows: no .venvs/, no build/
+    print(f"rehearsal: the checkout's copy: {written / 1e6:.1f} MB in {checkout}")
     subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)  # run.sh lists its files
     job = checkout / "ci" / "gpu-job.sh"
     text = job.read_text()

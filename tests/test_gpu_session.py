@@ -9,12 +9,12 @@ import time
 
 import pytest
 
-from harness.cli import app as cli
-from harness.model.topology import Placement, Scenario, WorkerPlacement
-from harness.runtime import gpu_session, gpus
-from harness.runtime.preflight import driver_problem
-from scenarios.catalogue import CATALOGUE, LLM_DIFFUSION, by_name
-from tests.inner_pytest import run_pytest
+from discovery_harness.cli import app as cli
+from discovery_harness.model.topology import Placement, Scenario, WorkerPlacement
+from discovery_harness.runtime import gpu_session, gpus
+from discovery_harness.runtime.preflight import driver_problem
+from discovery_harness_scenarios.catalogue import CATALOGUE, LLM_DIFFUSION, by_name
+from tests.inner_pytest import ONE_GPU, run_pytest
 
 pytestmark = pytest.mark.unit
 
@@ -33,7 +33,7 @@ def test_gpu_tier_without_a_gpu_is_one_usage_error_within_seconds():
 
 def test_more_xdist_workers_than_gpus_is_a_usage_error():
     result = run_pytest(
-        "scenarios", "-n", "2", "--tier", "gpu", "-m", "gpu_1", env={"CUDA_VISIBLE_DEVICES": "0"}
+        "scenarios", "-n", "2", "--tier", "gpu", "-m", "gpu_1", env=ONE_GPU
     )
     assert result.returncode == 4, result.stdout + result.stderr
     assert "-n 2 is more xdist workers than the 1 visible GPU(s)" in result.stderr
@@ -83,11 +83,11 @@ def test_a_layout_too_big_for_its_gpu_is_skipped_with_the_reason():
 
 def test_co_located_workers_add_up_on_their_gpu():
     layout = Placement(
-        2,
-        (
-            WorkerPlacement("a", 0, vram_gib=10.0),
-            WorkerPlacement("b", 0, vram_gib=10.0),
-            WorkerPlacement("c", 1, vram_gib=5.0),
+        gpus=2,
+        workers=(
+            WorkerPlacement(role="a", gpu=0, vram_gib=10.0),
+            WorkerPlacement(role="b", gpu=0, vram_gib=10.0),
+            WorkerPlacement(role="c", gpu=1, vram_gib=5.0),
         ),
     )
     assert gpus.memory_needed_gib(layout) == {0: 20.0, 1: 5.0}

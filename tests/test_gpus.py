@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from harness.model.topology import Placement, WorkerPlacement
-from harness.runtime import gpus, tier
-from scenarios.catalogue import CATALOGUE
+from discovery_harness.model.topology import Placement, WorkerPlacement
+from discovery_harness.runtime import gpus, tier
+from discovery_harness_scenarios.catalogue import CATALOGUE
 
-TWO_GPU = Placement(2, (WorkerPlacement("prefill", 0), WorkerPlacement("decode", 1)))
+TWO_GPU = Placement(
+    gpus=2, workers=(WorkerPlacement(role="prefill", gpu=0), WorkerPlacement(role="decode", gpu=1))
+)
 
 
 @pytest.mark.parametrize(

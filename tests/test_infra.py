@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.processes.infra import InfraUnavailable, select_provider
-from harness.processes.infra.base import etcd_healthy, nats_connects
-from harness.processes.infra.local_process import LocalProcessProvider
+from discovery_harness.processes.infra import InfraUnavailable, select_provider
+from discovery_harness.processes.infra.base import etcd_healthy, nats_connects
+from discovery_harness.processes.infra.local_process import LocalProcessProvider
 
 
 def test_no_provider_possible_says_what_to_install(monkeypatch):

@@ -18,14 +18,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.processes.managed import LEDGER_ENV
+from discovery_harness.processes.managed import LEDGER_ENV
 from tests.inner_pytest import ROOT, session_env
 
 # One xdist worker for the module: its inner run is a module fixture (pyproject: --dist loadgroup).
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), pytest.mark.xdist_group("inner-runs")]
 
 GIVES_UP = """
-from scenarios.catalogue import AGGREGATED
+from discovery_harness_scenarios.catalogue import AGGREGATED
 
 def test_gives_up_before_its_verdict(deploy):
     deployment = deploy(AGGREGATED)
@@ -112,7 +112,7 @@ def gave_up_run(tmp_path_factory: pytest.TempPathFactory, pytestconfig) -> Finis
         ledger,
         pytestconfig.getoption("infra"),
         "-p",
-        "harness.plugin",
+        "discovery_harness.plugin",
         "--rootdir",
         str(ROOT),
         str(module),

@@ -4,18 +4,29 @@ from __future__ import annotations
 
 import pytest
 
-from harness.judge import deployment as judged
-from harness.judge.verdict import CONFORMANT, FAILED, KNOWN, set_aside_known
-from harness.model.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
-from harness.model.topology import KnownViolation
-from harness.model.violations import INTERFERENCE, LISTED_EARLY, WRONG_CARD, Violation
-from harness.serving.requests import Reply
+from discovery_harness.judge import deployment as judged
+from discovery_harness.judge.verdict import CONFORMANT, FAILED, KNOWN, set_aside_known
+from discovery_harness.model.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
+from discovery_harness.model.topology import KnownViolation
+from discovery_harness.model.violations import INTERFERENCE, LISTED_EARLY, WRONG_CARD, Violation
+from discovery_harness.serving.requests import Reply
 from tests.fakes import NS, FakeWorker, card_entry, instance_entry, state
 
 pytestmark = pytest.mark.unit
 
-ENCODER = ExpectedCard(CHAT_COMPLETIONS, "Tokens", "encode", (("aggregated",),))
-MM_WORKER = ExpectedCard(EMPTY, "Tokens", "aggregated", (("encode",),), public=False)
+ENCODER = ExpectedCard(
+    model_type=CHAT_COMPLETIONS,
+    model_input="Tokens",
+    worker_type="encode",
+    needs=(("aggregated",),),
+)
+MM_WORKER = ExpectedCard(
+    model_type=EMPTY,
+    model_input="Tokens",
+    worker_type="aggregated",
+    needs=(("encode",),),
+    public=False,
+)
 
 
 def test_listed_with_a_role_missing_and_refused_answers_is_one_listed_early_with_both():
@@ -35,7 +46,11 @@ def test_listed_when_the_present_cards_can_serve_is_no_violation():
 
 
 def test_card_violations_judge_each_worker_and_the_namespace():
-    worker = FakeWorker("worker", "backend", ExpectedCard(CHAT_COMPLETIONS, "Tokens", "aggregated"))
+    worker = FakeWorker(
+        "worker",
+        "backend",
+        ExpectedCard(model_type=CHAT_COMPLETIONS, model_input="Tokens", worker_type="aggregated"),
+    )
     s = state(
         instance_entry("backend", 7, 25012),
         card_entry("backend", 7, worker_type="decode"),
@@ -47,7 +62,7 @@ def test_card_violations_judge_each_worker_and_the_namespace():
 
 def test_known_violations_are_set_aside_unless_strict():
     found = [Violation(LISTED_EARLY, None, "listed early")]
-    declared = [KnownViolation(LISTED_EARLY, ("1.6.1",), "finding 1")]
+    declared = [KnownViolation(kind=LISTED_EARLY, dynamo_versions=("1.6.1",), reason="finding 1")]
     assert set_aside_known(found, declared, "1.6.1").outcome == KNOWN
     assert set_aside_known(found, declared, "1.6.1", strict=True).outcome == FAILED
     assert set_aside_known(found, declared, "0.8.1").outcome == FAILED

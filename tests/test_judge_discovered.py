@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.judge.discovered import FrontendView, judge_discovery, pending
-from harness.judge.modes import FoundWorker, recognise
-from harness.model.records import parse_card, parse_instance
-from harness.model.violations import (
+from discovery_harness.judge.discovered import FrontendView, judge_discovery, pending
+from discovery_harness.judge.modes import FoundWorker, recognise
+from discovery_harness.model.records import parse_card, parse_instance
+from discovery_harness.model.violations import (
     CARD_WITHOUT_INSTANCE,
     INTERNAL_ADVERTISED,
     LISTED_EARLY,
@@ -16,7 +16,7 @@ from harness.model.violations import (
     NEVER_LISTED,
     NEVER_REGISTERED,
 )
-from scenarios.catalogue import CATALOGUE
+from discovery_harness_scenarios.catalogue import CATALOGUE
 from tests.fakes import NS, card_entry, instance_entry, state
 
 pytestmark = pytest.mark.unit

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.deployment.options import FILE, NATS, Planes
-from harness.model.catalogue import load
-from harness.model.topology import Scenario
-from harness.runtime.launch import WorkerCommand, worker_command
-from harness.runtime.spawn import Zygote
-from harness.runtime.tier import CPU, GPU, TierPolicy
+from discovery_harness.deployment.options import FILE, NATS, Planes
+from discovery_harness.model.catalogue import load
+from discovery_harness.model.topology import Scenario
+from discovery_harness.runtime.launch import WorkerCommand, worker_command
+from discovery_harness.runtime.spawn import Zygote
+from discovery_harness.runtime.tier import CPU, GPU, TierPolicy
+from discovery_harness_workers.faults import FAULT_DELAY_ENV, FAULT_ENV
 from tests.sites import worker_site
-from workers.faults import FAULT_DELAY_ENV, FAULT_ENV
 
 AGGREGATED = load().topology("aggregated")
 
@@ -83,5 +83,6 @@ def test_the_template_refuses_a_command_for_another_module(tmp_path):
     """Only the CPU launcher is pre-imported: a GPU-tier command is never forked."""
     zygote = Zygote({}, tmp_path / "z.log", tmp_path)
     gpu_command = dataclasses.replace(_command(tmp_path), module=GPU.engine_module)
-    with pytest.raises(ValueError, match=r"runs only `python -m workers\.cpu_sglang`"):
+    with pytest.raises(ValueError, match=r"runs only `python -m "
+                                         r"discovery_harness_workers\.cpu_sglang`"):
         zygote.spawn(gpu_command, tmp_path, tmp_path / "w.log")

@@ -3,9 +3,9 @@ the Hugging Face environment is the tier's."""
 
 from __future__ import annotations
 
-from harness.processes.loopback import ProcessPorts, inherited_env, loopback_env
-from harness.runtime.launch import hugging_face_env
-from harness.runtime.tier import CPU, GPU
+from discovery_harness.processes.loopback import ProcessPorts, inherited_env, loopback_env
+from discovery_harness.runtime.launch import hugging_face_env
+from discovery_harness.runtime.tier import CPU, GPU
 
 
 def test_loopback_env_pins_everything_to_loopback(tmp_path, monkeypatch):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from harness.deployment.lora import lora_cards, lora_violations
-from harness.model.contract import ExpectedCard
-from harness.model.violations import (
+from discovery_harness.deployment.lora import lora_cards, lora_violations
+from discovery_harness.model.contract import ExpectedCard
+from discovery_harness.model.violations import (
     INTERNAL_ADVERTISED,
     NEVER_REGISTERED,
     REGISTERED_UNEXPECTEDLY,
@@ -15,7 +15,13 @@ from harness.model.violations import (
 )
 from tests.fakes import NS, FakeWorker, card_entry, instance_entry, state
 
-PREFILL = ExpectedCard("Prefill", "Tokens", "prefill", (("decode",),), public=False)
+PREFILL = ExpectedCard(
+    model_type="Prefill",
+    model_input="Tokens",
+    worker_type="prefill",
+    needs=(("decode",),),
+    public=False,
+)
 
 
 def _lora_card(instance_id: int, **card: object) -> tuple[str, bytes]:

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.model.catalogue import load
-from harness.runtime import model_fetch, models
-from harness.runtime.model_source import gpu_needs
-from harness.runtime.models import BadModelOverride, MissingModels, ModelNeed
-from scenarios.catalogue import CATALOGUE, GPU_MODELS, by_name
+from discovery_harness.model.catalogue import load
+from discovery_harness.runtime import model_fetch, models
+from discovery_harness.runtime.model_source import gpu_needs
+from discovery_harness.runtime.models import BadModelOverride, MissingModels, ModelNeed
+from discovery_harness_scenarios.catalogue import CATALOGUE, GPU_MODELS, by_name
 from tests.hf_cache import cache_model
 
 ROOT = Path(__file__).resolve().parent.parent
-HARNESS = [sys.executable, "-m", "harness"]
+HARNESS = [sys.executable, "-m", "discovery_harness"]
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def test_a_missing_model_names_topology_key_and_the_fix(hf_home, tmp_path):
     text = str(caught.value)
     assert "topology 'rerank', key 'rerank': o/x" in text
     assert "aggregated" not in text.split("fetch them first")[0]
-    assert "python -m harness models fetch rerank" in text
+    assert "python -m discovery_harness models fetch rerank" in text
     models.require(needs[:1])  # the cached one alone passes
 
 
@@ -147,7 +147,7 @@ def test_concurrent_fetches_download_once_under_the_lock(hf_home, tmp_path):
 
 def test_models_cli_fetch_offline_fails_naming_what_is_missing(hf_home):
     result = subprocess.run(
-        [sys.executable, "-m", "harness", "models", "fetch", "rerank"],
+        [sys.executable, "-m", "discovery_harness", "models", "fetch", "rerank"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -189,7 +189,7 @@ def test_dry_run_lists_only_those_models_with_sizes_and_fetches_nothing(hf_home)
         env={**os.environ, "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""},
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    listed = {line.split(":")[0].strip() for line in result.stdout.splitlines() if "GiB (" in line}
+    listed = {line.split()[1].rstrip(":") for line in result.stdout.splitlines() if "GiB (" in line}
     wanted = {GPU_MODELS[k] for k in ("text", "embedding", "rerank", "vision-language", "lora")}
     assert listed == wanted, result.stdout
     assert "catalogue estimate" in result.stdout

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from harness.common.deadline import Deadline
-from harness.discovery.observer import DiscoveryObserver
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.discovery.observer import DiscoveryObserver
 from tests.fakes import NS, card_entry, instance_entry
 
 pytestmark = pytest.mark.e2e
@@ -76,7 +76,7 @@ def test_direct_read_sees_what_the_watch_may_not_have_yet(observer):
 def test_the_observer_follows_etcd_through_a_restart(tmp_path):
     """The watch breaks when etcd restarts; the observer reads and watches again, and what
     changed meanwhile arrives as events."""
-    from harness.processes.infra.local_process import LocalProcessProvider
+    from discovery_harness.processes.infra.local_process import LocalProcessProvider
 
     provider = LocalProcessProvider()
     endpoints = provider.start(tmp_path)
@@ -102,7 +102,7 @@ def test_the_observer_follows_etcd_through_a_restart(tmp_path):
 
 def test_the_file_store_is_observed_like_etcd(tmp_path):
     """The same observer over Dynamo's file backend: one file per key, url-encoded."""
-    from harness.discovery.sources import FileSource
+    from discovery_harness.discovery.sources import FileSource
 
     source = FileSource(tmp_path / "kv")
     key, value = instance_entry("file", 3, 25014)

@@ -6,7 +6,7 @@ import multiprocessing
 import multiprocessing.synchronize
 import socket
 
-from harness.processes import ports
+from discovery_harness.processes import ports
 
 
 def test_ports_are_distinct_free_and_low():

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from harness.processes.infra.local_process import LocalProcessProvider
-from harness.runtime import preflight
+from discovery_harness.common.locations import package_dir
+from discovery_harness.processes.infra.local_process import LocalProcessProvider
+from discovery_harness.runtime import preflight
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.unit
@@ -58,7 +60,7 @@ def test_etcd_and_nats_must_answer(tmp_path, monkeypatch):
 
 def _preflight(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness", "preflight", *args],
+        [sys.executable, "-m", "discovery_harness", "preflight", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -78,21 +80,29 @@ def test_no_gpu_fails_preflight_unless_a_rehearsal_allows_it():
     assert "preflight: [ok] stack versions: ai-dynamo 1.6.1, sglang 0.5.21" in allowed.stdout
 
 
-def test_preflight_runs_on_the_standard_library_alone():
-    """It runs in the image's Python before the harness's libraries are installed."""
+def test_preflight_runs_on_the_standard_library_alone(tmp_path):
+    """It runs in the image's Python before the harness's libraries are installed (the
+    harness's package alone on the path: no site-packages at all)."""
+    (tmp_path / "discovery_harness").symlink_to(package_dir("discovery_harness"))
     code = (
-        "import sys; import harness.runtime.preflight, harness.runtime.image_stack; "
+        "import sys; import discovery_harness.runtime.preflight, "
+        "discovery_harness.runtime.image_stack; "
         "print(sorted(m.split('.')[0] for m in sys.modules if m.split('.')[0] not in "
-        "sys.stdlib_module_names and m.split('.')[0] != 'harness'))"
+        "sys.stdlib_module_names and m.split('.')[0] != 'discovery_harness'))"
     )
     result = subprocess.run(
-        [sys.executable, "-S", "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-S", "-c", code],
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.stdout.strip() == "['__main__']", result.stdout + result.stderr
 
 
 def test_the_image_stack_is_the_dynamo_stack_and_a_venv_may_not_shadow_it(tmp_path, capsys):
-    from harness.runtime import image_stack
+    from discovery_harness.runtime import image_stack
 
     stack = image_stack.closure()
     assert {"ai-dynamo", "sglang", "torch", "filelock"} <= set(stack)
@@ -104,3 +114,21 @@ def test_the_image_stack_is_the_dynamo_stack_and_a_venv_may_not_shadow_it(tmp_pa
     assert f"filelock (the image has {stack['filelock']})" in capsys.readouterr().out
     (site / "filelock-0.0.1.dist-info" / "METADATA").write_text("Name: nats-py\nVersion: 2\n")
     assert image_stack.main(["touched", str(site)]) == 0
+
+
+def test_the_harness_pins_yield_to_the_images_versions():
+    """Dynamo's CUDA image holds httpx 0.29.0 and filelock 4.3.2 where the harness pins 0.28.1
+    and 3.20.0: constrained to the image, those pins could never install; they yield."""
+    from discovery_harness.runtime import image_stack
+
+    lines = [
+        "# comment",
+        "httpx==0.28.1",
+        "filelock==3.20.0  # a trailing comment",
+        "nats-py==2.16.0",
+        "",
+        "protobuf>=5,<8",
+    ]
+    stack = {"httpx": "0.29.0", "filelock": "4.3.2", "protobuf": "6.33.6"}
+    expected = ["httpx", "filelock", "nats-py==2.16.0", "protobuf"]
+    assert image_stack.yielding(lines, stack) == expected

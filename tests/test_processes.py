@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.common.deadline import Deadline
-from harness.processes.managed import ManagedProcess, ProcessExited, WaitTimeout
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.processes.managed import ManagedProcess, ProcessExited, WaitTimeout
 
 # A parent that ignores SIGTERM and has a grandchild that ignores it too.
 STUBBORN_TREE = textwrap.dedent(

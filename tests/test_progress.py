@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.deployment.progress import LogMilestones, Sample, StartProgress, WorkerSample
+from discovery_harness.deployment.progress import LogMilestones, Sample, StartProgress, WorkerSample
 from tests.inner_pytest import run_pytest
 
 

@@ -17,20 +17,21 @@ from xml.etree import ElementTree
 
 import pytest
 
-from harness.cli.app import main as harness_main
-from harness.discovery.observer import DiscoveryState
-from harness.history import html, releases, start_paths, table
-from harness.history.record import ItemFindings
-from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, read_junit, run_release
-from harness.judge import checks
-from harness.judge import deployment as judged
-from harness.model.catalogue import load
-from harness.model.contract import ExpectedCard
-from harness.model.records import Instance, ModelCard
-from harness.model.topology import Scenario, UnsupportedRelease
-from harness.model.violations import REGISTERED_UNEXPECTEDLY
-from harness.runtime import dynamo_env, tier
-from harness.runtime.launch import worker_command
+from discovery_harness.cli.app import main as harness_main
+from discovery_harness.common import locations
+from discovery_harness.discovery.observer import DiscoveryState
+from discovery_harness.history import html, releases, start_paths, table
+from discovery_harness.history.record import ItemFindings
+from discovery_harness.history.run import DEFAULT_ENVS, ReleaseRun, read_junit, run_release
+from discovery_harness.judge import checks
+from discovery_harness.judge import deployment as judged
+from discovery_harness.model.catalogue import load
+from discovery_harness.model.contract import ExpectedCard
+from discovery_harness.model.records import Instance, ModelCard
+from discovery_harness.model.topology import Scenario, UnsupportedRelease
+from discovery_harness.model.violations import REGISTERED_UNEXPECTEDLY
+from discovery_harness.runtime import dynamo_env, tier
+from discovery_harness.runtime.launch import worker_command
 from tests.fakes import NS, FakeWorker, card_entry, instance_entry
 from tests.sites import worker_site
 
@@ -155,7 +156,9 @@ def test_an_internal_endpoint_serves_but_a_card_of_it_is_caught():
 
 
 def _nats_leader_and_follower() -> list[FakeWorker]:
-    card = ExpectedCard("Chat | Completions", "Tokens", "", ())
+    card = ExpectedCard(
+        model_type="Chat | Completions", model_input="Tokens", worker_type="", needs=()
+    )
     leader = FakeWorker("leader", "backend", card, pid=1, tcp_port=None)
     return [leader, FakeWorker("follower", "backend", None, pid=2, tcp_port=None)]
 
@@ -306,12 +309,11 @@ def test_each_release_matches_its_stand_ins(release: str):
     _built(release)
     python = DEFAULT_ENVS / f"dynamo-{release}" / "bin" / "python"
     result = subprocess.run(
-        [str(python), "-m", "workers.drift"],
+        [str(python), "-m", "discovery_harness_workers.drift"],
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(locations.worker_import_root())},
     )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "0 difference(s)" in result.stdout

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import FILES, load_report, write_reports
-from harness.report.model import DeploymentEntry, Mark, RunEntry, WorkerEntry
-from harness.report.pytest_run import report_dir
+from discovery_harness.report import FILES, load_report, write_reports
+from discovery_harness.report.model import DeploymentEntry, Mark, RunEntry, WorkerEntry
+from discovery_harness.report.pytest_run import report_dir
 from tests.inner_pytest import run_cli, run_pytest
 
 CHROMIUM = shutil.which("chromium")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import subprocess
 
-from scenarios.catalogue import CATALOGUE
-from tests.inner_pytest import run_pytest
+from discovery_harness_scenarios.catalogue import CATALOGUE
+from tests.inner_pytest import ONE_GPU, run_pytest
 
 
 def _collected(*args: str) -> list[str]:
@@ -69,7 +69,7 @@ def test_gpu_tier_run_says_its_tier_and_models_and_skips_layouts_too_big():
         "-m",
         "gpu_2",
         "scenarios/test_topologies.py",
-        env={"CUDA_VISIBLE_DEVICES": "0"},
+        env=ONE_GPU,
     )
     out = result.stdout
     assert "discovery harness: tier gpu: asked for with --tier" in out, out
@@ -94,14 +94,14 @@ def test_gpu_tier_missing_model_is_one_clear_error(tmp_path):
         "process",
         "scenarios/test_topologies.py::test_registers_and_serves[aggregated-1gpu]",
         env={
-            "CUDA_VISIBLE_DEVICES": "0",
+            **ONE_GPU,
             "HF_HOME": str(tmp_path / "empty-hf"),
             "HF_HUB_OFFLINE": "1",
         },
     )
     assert result.returncode == 4, result.stdout + result.stderr  # a usage error
     assert "topology 'aggregated', key 'text'" in result.stderr, result.stderr
-    assert "python -m harness models fetch aggregated" in result.stderr
+    assert "python -m discovery_harness models fetch aggregated" in result.stderr
     assert "passed" not in result.stdout and "failed" not in result.stdout
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from workers.drift import compare_signatures, missing_attributes
+from discovery_harness_workers.drift import compare_signatures, missing_attributes
 
 
 def test_installed_sglang_matches_the_stand_ins():
     # In a subprocess: importing sglang configures logging and CUDA probes process-wide.
     result = subprocess.run(
-        [sys.executable, "-m", "workers.drift"], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "discovery_harness_workers.drift"], capture_output=True, text=True,
+        timeout=300
     )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "0 difference(s)" in result.stdout

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.deployment.options import Settings
-from harness.model.catalogue import load
-from harness.model.topology import Scenario
-from harness.runtime.spawn import FRESH, ZYGOTE, spawn_mode
-from harness.runtime.tier import CPU, GPU, TIERS, TierPolicy, tier_differences
+from discovery_harness.deployment.options import Settings
+from discovery_harness.model.catalogue import load
+from discovery_harness.model.topology import Scenario
+from discovery_harness.runtime.spawn import FRESH, ZYGOTE, spawn_mode
+from discovery_harness.runtime.tier import CPU, GPU, TIERS, TierPolicy, tier_differences
 
 ROOT = Path(__file__).resolve().parent.parent
 TIER_NAMES = set(TIERS)
@@ -92,7 +92,8 @@ def test_no_code_decides_by_the_tiers_name():
         for path in sorted((ROOT / folder).rglob("*.py"))
         if (lines := _tier_comparisons(path.read_text()))
     }
-    assert found == {}, f"decide by the tier's policy (harness.runtime.tier), not its name: {found}"
+    assert found == {}, (f"decide by the tier's policy (discovery_harness.runtime.tier), not its "
+                         f"name: {found}")
 
 
 def test_the_comparison_finder_finds_each_shape():

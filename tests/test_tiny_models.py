@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from workers import torchvision_shim
-from workers.tiny_models import write_text_model, write_vision_language_model
+from discovery_harness_workers import torchvision_shim
+from discovery_harness_workers.tiny_models import write_text_model, write_vision_language_model
 
 
 def _transformers() -> Any:

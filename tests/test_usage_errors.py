@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.inner_pytest import ROOT, run_pytest, session_env
+from tests.inner_pytest import ONE_GPU, ROOT, run_pytest, session_env
 
 SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated]"
 GPU_SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated-1gpu]"
@@ -64,7 +64,7 @@ def test_bad_option_is_one_usage_error(args, env, says):
 )
 def test_a_test_id_of_the_other_tier_names_this_tiers_ids(args, says):
     # One GPU said to be visible: with none, "no GPU" would be the usage error instead.
-    result = run_pytest("-q", *args, env={"CUDA_VISIBLE_DEVICES": "0"}, timeout=60)
+    result = run_pytest("-q", *args, env=ONE_GPU, timeout=60)
     _assert_one_usage_error(result, says, "ERROR: ")
     if "--tier" in args and "gpu" in args:
         assert "[aggregated-1gpu]" in result.stderr
@@ -95,15 +95,46 @@ CLI_CASES = [
     ("args", "says"), [pytest.param(args, says, id=name) for name, args, says in CLI_CASES]
 )
 def test_bad_cli_input_is_one_usage_error(args, says):
-    result = subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+    _assert_one_usage_error(_harness(*args), says, ": error: ")
+
+
+def _harness(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "discovery_harness", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
         env=session_env(),
     )
-    _assert_one_usage_error(result, says, ": error: ")
+
+
+# Commands that say their own name instead of argparse's "error:" (they judge or start things).
+OWN_WORDS_CASES = [
+    ("up-unknown-topology", ["up", "nope"], "harness up: ", "unknown topology 'nope'"),
+    ("up-unknown-fault", ["up", "aggregated", "--inject-fault", "worker=x"], "harness up: ", "x"),
+    (
+        "audit-negative-grace",
+        ["audit", "--etcd", "http://127.0.0.1:1", "--grace", "-1"],
+        "audit: ",
+        "--grace -1",
+    ),
+    (
+        "audit-unknown-topology",
+        ["audit", "--etcd", "http://127.0.0.1:1", "--topology", "nope"],
+        "audit: ",
+        "no topology 'nope'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "prefix", "says"),
+    [pytest.param(args, prefix, says, id=name) for name, args, prefix, says in OWN_WORDS_CASES],
+)
+def test_every_command_gives_bad_input_the_same_exit_code(args, prefix, says):
+    """up and audit too: 4, one line (they answered 2 before)."""
+    _assert_one_usage_error(_harness(*args), says, prefix)
 
 
 def test_an_empty_selection_leaves_the_report_alone():

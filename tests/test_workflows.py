@@ -48,11 +48,11 @@ def _workflow(name: str) -> dict:
 
 
 def test_workflows_live_where_github_runs_them():
-    assert {p.name for p in WORKFLOWS.glob("*.yml")} == {"cpu.yml", "gpu.yml"}
+    assert {p.name for p in WORKFLOWS.glob("*.yml")} == {"cpu.yml", "gpu.yml", "dynamo.yml"}
     assert not list((ROOT / "ci").glob("*.yml")), "workflows in ci/ never run"
 
 
-@pytest.mark.parametrize("name", ["cpu.yml", "gpu.yml"])
+@pytest.mark.parametrize("name", ["cpu.yml", "gpu.yml", "dynamo.yml"])
 def test_workflow_passes_actionlint(actionlint, name):
     result = _lint(actionlint, WORKFLOWS / name)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -116,5 +116,46 @@ def test_the_gpu_job_runs_the_image_as_dynamos_docs_do():
         assert option in run, run
     assert '--gpus "$gpus_arg"' in run and "device=$devices" in script
     assert "CUDA_VISIBLE_DEVICES" in script.split("docker_job()")[1]  # the runner's GPUs
-    assert '--basetemp="$WORK/tmp' in script and 'WORK="${WORK:-/tmp/' in script
+    assert "--basetemp=\"$WORK/tmp" in script and 'WORK="${WORK:-/tmp/' in script
     assert "--tier gpu" in script and "models fetch -m" in script
+
+
+def test_dynamos_pipeline_calls_one_job_in_the_image_under_test():
+    """The reusable workflow a Dynamo maintainer adds: its inputs, the job in the image (the
+    CPU tier without GPU options), the one job script, the reports kept."""
+    workflow = _workflow("dynamo.yml")
+    call = workflow[True]["workflow_call"]
+    assert {"image", "tier", "marks", "release"} <= set(call["inputs"])
+    assert call["inputs"]["tier"]["default"] == "cpu"
+    job = workflow["jobs"]["discovery-conformance"]
+    assert job["container"]["image"] == "${{ inputs.image }}"
+    assert "--gpus all" in job["container"]["options"] and "inputs.tier == 'gpu'" in str(job)
+    assert _runs(job) == ["bash discovery-harness/ci/gpu-job.sh all"]
+    step = next(s for s in job["steps"] if "run" in s)
+    assert step["env"]["TIER"] == "${{ inputs.tier }}" and "MARKS" in step["env"]
+    uploads = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+    assert uploads and uploads[0]["if"] == "always()"
+    cpu_job = (ROOT / "ci" / "dynamo-cpu-job.sh").read_text()
+    assert 'TIER=cpu exec bash "$(dirname "${BASH_SOURCE[0]}")/gpu-job.sh"' in cpu_job
+
+
+def test_the_readmes_lines_for_dynamos_ci_pass_actionlint(actionlint, tmp_path):
+    """README "Using it in Dynamo's CI": the step for the gpu_0 job and the job calling the
+    reusable workflow, each placed in a minimal workflow as they would sit in Dynamo's."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Using it in Dynamo's CI", 1)[1].split("\n### ", 1)[0]
+    step, job = [b.split("```", 1)[0] for b in section.split("```yaml\n")[1:3]]
+    assert "ci/dynamo-cpu-job.sh" in step and "workflows/dynamo.yml@" in job
+    hosts = {
+        "step.yml": "on:\n  workflow_call:\n    inputs:\n"
+        "      run_cpu_only_tests: {type: boolean, default: true}\n"
+        "      framework: {type: string, default: sglang}\n"
+        "jobs:\n  test:\n    runs-on: ubuntu-latest\n    container:\n      image: x\n"
+        "    steps:\n" + step,
+        "job.yml": "on: push\njobs:\n  build-sglang:\n    runs-on: ubuntu-latest\n"
+        "    steps:\n      - run: echo built\n" + job,
+    }
+    for name, text in hosts.items():
+        (tmp_path / name).write_text(text)
+        result = _lint(actionlint, tmp_path / name)
+        assert result.returncode == 0, name + result.stdout + result.stderr

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.plan import PLACEHOLDER_ETCD, PLACEHOLDER_NATS, build_plan
-from harness.common.deadline import Deadline
-from harness.model.catalogue import load
-from harness.runtime.launch import template_env
-from harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S, TemplateUnfit, Zygote
-from harness.runtime.tier import CPU
+from discovery_harness.cli.plan import PLACEHOLDER_ETCD, PLACEHOLDER_NATS, build_plan
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.model.catalogue import load
+from discovery_harness.runtime.launch import template_env
+from discovery_harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S, TemplateUnfit, Zygote
+from discovery_harness.runtime.tier import CPU
 from tests.inner_pytest import run_pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,7 +88,7 @@ def test_a_child_recomputes_what_the_template_cached_from_its_environment(tmp_pa
     template_s.mkdir()
     code = (
         "import os, tempfile\n"
-        "from workers.zygote import refresh_after_fork\n"
+        "from discovery_harness_workers.zygote import refresh_after_fork\n"
         f"os.environ['TMPDIR'] = {str(template_s)!r}; tempfile.gettempdir()\n"
         f"os.environ['TMPDIR'] = {str(mine)!r}\n"
         "before = tempfile.gettempdir(); refresh_after_fork()\n"
@@ -116,5 +116,7 @@ def test_what_a_test_leaves_in_the_environment_ends_with_it(tmp_path):
     set must not reach workers started by the tests after it."""
     module = tmp_path / "test_leaks.py"
     module.write_text(LEAKS_A_VARIABLE)
-    result = run_pytest("-q", "-p", "harness.plugin", "--rootdir", str(ROOT), str(module))
+    # A module of the harness's own suite (in another suite only the harness's items are kept).
+    suite = ("-o", "discovery_harness_suite=true")
+    result = run_pytest("-q", *suite, "--rootdir", str(ROOT), str(module))
     assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout[-3000:]

@@ -130,7 +130,7 @@ def _breaker(fault: str) -> Callable[[Any, Any], Any]:
 def _break_engine_text(fault: str) -> None:
     """The CPU engine stand-in generates no token, ignores max_tokens, or counts one prompt
     token more than the prompt has (generating and embedding)."""
-    from workers.stand_in_generation import StandInGeneration
+    from discovery_harness_workers.stand_in_generation import StandInGeneration
 
     real = StandInGeneration._stream
     if fault == "bad-answer-prompt-tokens":
@@ -139,7 +139,7 @@ def _break_engine_text(fault: str) -> None:
         def miscounted(self: Any, item: Any) -> int:
             return counted(self, item) + 1
 
-        StandInGeneration._input_tokens = miscounted
+        StandInGeneration._input_tokens = miscounted  # type: ignore[method-assign]
 
     async def stream(
         self: Any, reply: list[int], rid: str, prompt_tokens: int, max_new: int
@@ -154,7 +154,7 @@ def _break_engine_text(fault: str) -> None:
                 chunk["meta_info"] = {**chunk["meta_info"], "completion_tokens": 0}
             yield chunk
 
-    StandInGeneration._stream = stream
+    StandInGeneration._stream = stream  # type: ignore[method-assign]  # the fault itself
 
 
 def _wrong_context_length() -> None:
@@ -162,7 +162,7 @@ def _wrong_context_length() -> None:
     lists the model with it too)."""
     import importlib
 
-    register = importlib.import_module("dynamo.sglang.register")
+    register: Any = importlib.import_module("dynamo.sglang.register")
     real = register.register_model
 
     async def registered(*args: Any, **kwargs: Any) -> Any:

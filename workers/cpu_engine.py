@@ -5,7 +5,8 @@
   (which would launch scheduler processes on a GPU) and `shutdown` are replaced. It still
   runs sglang's own port and model-config resolution.
 * `CpuTokenizerManager` subclasses the real `TokenizerManager` without its `__init__` (no
-  ZMQ to schedulers); `workers.stand_in_generation` answers `generate_request` with
+  ZMQ to schedulers); `discovery_harness_workers.stand_in_generation` answers `generate_request`
+with
   deterministic tokens, embeddings or rerank scores, in the shapes sglang streams.
 * `CpuMMEncoder` and `CpuDiffGenerator` stand in for the vision encoder and the diffusion
   pipeline with fixed-size outputs.
@@ -31,9 +32,9 @@ from sglang.srt.runtime_context import publish
 from sglang.srt.server_args import PortArgs, ServerArgs
 from transformers import AutoTokenizer
 
-from workers.stand_in_generation import MAX_TOTAL_TOKENS, StandInGeneration
+from discovery_harness_workers.stand_in_generation import MAX_TOTAL_TOKENS, StandInGeneration
 
-logger = logging.getLogger("workers.cpu_engine")
+logger = logging.getLogger("discovery_harness_workers.cpu_engine")
 
 IMAGE_GRID_THW = (1, 4, 4)  # one frame of 4x4 patches -> 4 tokens after a 2x2 merge
 
@@ -101,7 +102,7 @@ class CpuEngine(Engine):
             ],
             all_child_pids=[],
         )
-        self._weight_cache_daemon_procs = []
+        self._weight_cache_daemon_procs: list[Any] = []
         self.send_to_rpc = None
         self.loop = self._ensure_event_loop()
         logger.info("CpuEngine ready for %s (no scheduler processes)", server_args.model_path)
@@ -200,7 +201,7 @@ class CpuDiffGenerator:
         count = int(params.get("num_frames") or 1)
         height = int(params.get("height") or 32)
         width = int(params.get("width") or 32)
-        frame = np.full((height, width, 3), 200, dtype=np.uint8)
+        frame: Any = np.full((height, width, 3), 200, dtype=np.uint8)
         return _GenerationResult(frames=[frame.copy() for _ in range(count)])
 
     def shutdown(self) -> None:

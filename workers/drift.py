@@ -1,6 +1,7 @@
 """What the CPU stand-ins assume about sglang and Dynamo, checked against what is installed.
 
-`python -m workers.drift` prints one line per difference and exits 1 if there is any: a
+`python -m discovery_harness_workers.drift` prints one line per difference and exits 1 if there is
+any: a
 stand-in whose signature no longer matches the class it replaces, or a name the stand-ins
 or the fault injection rely on that the installed release no longer has. An upgrade then
 breaks loudly here instead of the stand-in silently drifting from the real thing.
@@ -40,7 +41,7 @@ def _load(path: str) -> Any:
 
 def report() -> list[str]:
     """The stand-ins of the installed release's era, checked against that release."""
-    from workers import release_stand_ins, torchvision_shim
+    from discovery_harness_workers import release_stand_ins, torchvision_shim
 
     torchvision_shim.apply()
     choice = release_stand_ins.choice_for(release_stand_ins.installed_release())
@@ -51,9 +52,9 @@ def report() -> list[str]:
 
 def legacy_report(choice: Any) -> list[str]:
     """ai-dynamo 0.7-1.5 with sglang 0.5.4-0.5.18: the parts its row in
-    workers.release_stand_ins chooses."""
-    from workers import legacy_stand_ins as legacy
-    from workers import release_stand_ins
+    discovery_harness_workers.release_stand_ins chooses."""
+    from discovery_harness_workers import legacy_stand_ins as legacy
+    from discovery_harness_workers import release_stand_ins
 
     legacy.install_kernel_placeholder()
     originals = _replaced_classes(choice)  # before the stand-ins take their names
@@ -95,7 +96,7 @@ def legacy_report(choice: Any) -> list[str]:
     return problems
 
 
-def _replaced_classes(choice: Any) -> dict[str, type]:
+def _replaced_classes(choice: Any) -> dict[str, Any]:
     """The release's own classes that its row's stand-ins replace."""
     found = {}
     if choice.nixl_connector:
@@ -105,7 +106,7 @@ def _replaced_classes(choice: Any) -> dict[str, type]:
     return found
 
 
-def _connector_report(legacy: Any, real: type) -> list[str]:
+def _connector_report(legacy: Any, real: Any) -> list[str]:
     """NIXL's Connector as the era's multimodal handlers use it."""
     connect = importlib.import_module("dynamo.nixl_connect")
     pairs = [
@@ -134,15 +135,15 @@ def _vision_tower_report(legacy: Any) -> list[str]:
         vision.get_image_features,
         legacy.CpuVisionTower.get_image_features,
     )
-    from workers.release_stand_ins import ENCODE_HANDLER
+    from discovery_harness_workers.release_stand_ins import ENCODE_HANDLER
 
     encode = importlib.import_module(ENCODE_HANDLER)
     return problems + missing_attributes("encode_worker_handler", encode, ["AutoModel", "connect"])
 
 
-def _mm_encoder_report(real: type) -> list[str]:
+def _mm_encoder_report(real: Any) -> list[str]:
     """1.0-1.5: sglang's MMEncoder, where that release's Dynamo imports it from."""
-    from workers import legacy_encoder
+    from discovery_harness_workers import legacy_encoder
 
     stand_in = legacy_encoder.for_real(real)
     return compare_signatures(
@@ -182,15 +183,15 @@ def _transfer_round_trip(legacy: Any) -> list[str]:
 
 
 def current_report() -> list[str]:
-    """ai-dynamo 1.x with its sglang (workers.cpu_engine)."""
-    from workers import cpu_engine as stand_ins
+    """ai-dynamo 1.x with its sglang (discovery_harness_workers.cpu_engine)."""
+    from discovery_harness_workers import cpu_engine as stand_ins
 
     engine = _load("sglang.srt.entrypoints.engine.Engine")
     tokenizer_manager = _load("sglang.srt.managers.tokenizer_manager.TokenizerManager")
     encoder = _load("sglang.srt.disaggregation.encoder.server.MMEncoder")
     diffusion = _load("sglang.multimodal_gen.runtime.entrypoints.diffusion_generator.DiffGenerator")
     problems: list[str] = []
-    pairs = [
+    pairs: list[tuple[str, Any, Any]] = [
         ("Engine.__init__", engine.__init__, stand_ins.CpuEngine.__init__),
         ("Engine.shutdown", engine.shutdown, stand_ins.CpuEngine.shutdown),
         (

@@ -17,10 +17,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from workers.bad_answers import BAD_ANSWERS
-from workers.bad_answers import install as install_bad_answer
+from discovery_harness_workers.bad_answers import BAD_ANSWERS
+from discovery_harness_workers.bad_answers import install as install_bad_answer
 
-logger = logging.getLogger("workers.faults")
+logger = logging.getLogger("discovery_harness_workers.faults")
 
 FAULTS = (
     "skip-registration",
@@ -51,7 +51,7 @@ def _announce(name: str, detail: str) -> None:
 
 
 def _patch_register(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    register = importlib.import_module("dynamo.sglang.register")
+    register: Any = importlib.import_module("dynamo.sglang.register")
     register.register_model = wrap(register.register_model)
 
 
@@ -161,7 +161,7 @@ def _lora_as_chat() -> None:
     public aggregated Chat model instead of taking the worker's Prefill role."""
     from dynamo.llm import ModelType, WorkerType
 
-    handler_base = importlib.import_module("dynamo.sglang.request_handlers.handler_base")
+    handler_base: Any = importlib.import_module("dynamo.sglang.request_handlers.handler_base")
     real = handler_base.register_llm
 
     async def as_chat(*args: Any, **kwargs: Any) -> Any:
@@ -177,7 +177,7 @@ def _lora_as_chat() -> None:
 def _lora_card_stays() -> None:
     """unload_lora unloads the adapter but leaves its card: the frontend keeps routing the
     LoRA's name to a worker that no longer has it."""
-    handler_base = importlib.import_module("dynamo.sglang.request_handlers.handler_base")
+    handler_base: Any = importlib.import_module("dynamo.sglang.request_handlers.handler_base")
 
     async def kept(*args: Any, **kwargs: Any) -> None:
         _announce("lora-card-stays", "unregister_llm was not called")

@@ -4,7 +4,8 @@ which ai-dynamo 1.0-1.5's encode worker builds and calls as `await encoder._enco
 Generations of that class: sglang 0.5.9 `_encode(mm_items)` -> (grid, embeddings); from
 0.5.10 `_encode(mm_items, modality)` -> (grid, embeddings, aux_data); 0.5.16 adds
 `log_metrics`, 0.5.18 a constructor `gpu_id`. `for_real` picks the one the installed class
-has, so `python -m workers.drift` compares like with like. The embeddings are zeros, one row
+has, so `python -m discovery_harness_workers.drift` compares like with like. The embeddings are
+zeros, one row
 per merged patch of a fixed 1x4x4 grid per item.
 """
 
@@ -81,7 +82,7 @@ class CpuMMEncoder018(CpuMMEncoder016):
         super().__init__(server_args, schedule_path, dist_init_method, rank)
 
 
-def for_real(real: type) -> type[CpuLegacyMMEncoder]:
+def for_real(real: Any) -> type[Any]:
     """The stand-in generation matching the installed MMEncoder's signatures."""
     encode = inspect.signature(real._encode).parameters
     if "gpu_id" in inspect.signature(real.__init__).parameters:

@@ -8,7 +8,7 @@ CUDA-only build does not load beside a CPU torch. Replaced here, each as small a
 * `LegacyCpuEngine` subclasses that release's real `sglang.Engine` (its `async_generate` /
   `async_encode` stay), with `__init__` launching no scheduler processes;
 * `LegacyCpuTokenizerManager` subclasses the real `TokenizerManager` and answers through
-  `workers.stand_in_generation`;
+  `discovery_harness_workers.stand_in_generation`;
 * `CpuVisionTower` stands in for the vision model: zero embeddings, one row per merged patch
   (the real processor's `image_grid_thw` decides the count, as on a GPU);
 * `CpuConnector` stands in for NIXL's: the readable side's metadata carries the bytes
@@ -17,7 +17,8 @@ CUDA-only build does not load beside a CPU torch. Replaced here, each as small a
 * `sgl_kernel`: a placeholder module whose every function raises if called (no kernel runs:
   the engine is stood in for). Installed only where the real one cannot load.
 
-`workers.release_stand_ins` says which of them each release takes; `python -m workers.drift`
+`discovery_harness_workers.release_stand_ins` says which of them each release takes; `python -m
+discovery_harness_workers.drift`
 checks them against the installed release.
 """
 
@@ -38,7 +39,7 @@ import uuid
 import zlib
 from typing import Any
 
-logger = logging.getLogger("workers.legacy_stand_ins")
+logger = logging.getLogger("discovery_harness_workers.legacy_stand_ins")
 
 SGL_KERNEL = "sgl_kernel"
 # Submodules left missing: sglang catches their ImportError and takes its own no-kernel path.
@@ -179,14 +180,14 @@ def _publish_runtime_context(server_args: Any) -> None:
 
 
 @functools.cache
-def legacy_engine_classes() -> tuple[type, type]:
+def legacy_engine_classes() -> tuple[Any, Any]:
     """Built on first use: they subclass the installed release's real classes."""
     from sglang.srt.entrypoints.engine import Engine
     from sglang.srt.managers.tokenizer_manager import TokenizerManager
     from sglang.srt.server_args import PortArgs, ServerArgs
     from transformers import AutoTokenizer
 
-    from workers.stand_in_generation import MAX_TOTAL_TOKENS, StandInGeneration
+    from discovery_harness_workers.stand_in_generation import MAX_TOTAL_TOKENS, StandInGeneration
 
     class LegacyCpuTokenizerManager(StandInGeneration, TokenizerManager):
         """The release's TokenizerManager class, fed in-process instead of by schedulers."""

@@ -1,10 +1,13 @@
 """Which CPU stand-ins each Dynamo release's sglang needs: data, one row per release range.
 
-The parts themselves live in `workers.cpu_engine` (sglang 0.5.21's engine, encoder and
-diffusion classes, for ai-dynamo 1.6) and `workers.legacy_stand_ins` (an engine built on any
+The parts themselves live in `discovery_harness_workers.cpu_engine` (sglang 0.5.21's engine, encoder
+and
+diffusion classes, for ai-dynamo 1.6) and `discovery_harness_workers.legacy_stand_ins` (an engine
+built on any
 older sglang's own Engine and TokenizerManager, the Hugging Face vision tower, NIXL's
 connector, the sgl_kernel placeholder). A row says which of them a release range takes and
-where that release's Dynamo looks each replaced class up; `python -m workers.drift` checks
+where that release's Dynamo looks each replaced class up; `python -m
+discovery_harness_workers.drift` checks
 the chosen ones against the installed release.
 """
 
@@ -13,12 +16,14 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from importlib.metadata import version
+from typing import Any
 
 
 @dataclass(frozen=True)
 class StandInChoice:
     releases: str  # PEP 440 range of ai-dynamo versions
-    engine: str  # "current": workers.cpu_engine; "legacy": legacy_stand_ins' engine
+    # "current": discovery_harness_workers.cpu_engine; "legacy": legacy_stand_ins' engine
+    engine: str
     # The encode worker loads a Hugging Face vision tower itself (`AutoModel` in its module).
     vision_tower: bool = False
     # The multimodal workers move embeddings with dynamo.nixl_connect's Connector.
@@ -68,13 +73,11 @@ def choice_for(release: str) -> StandInChoice:
 
 def install(choice: StandInChoice) -> None:
     """Point every name the release's Dynamo looks the GPU parts up by at the stand-ins."""
-    from workers import legacy_stand_ins as legacy
+    from discovery_harness_workers import legacy_stand_ins as legacy
 
     legacy.install_kernel_placeholder()
     if choice.engine == "current":
-        from workers import cpu_sglang
-
-        cpu_sglang.install_stand_ins()
+        install_current()
         return
     import sglang
     import sglang.srt.entrypoints.engine as engine_module
@@ -83,14 +86,32 @@ def install(choice: StandInChoice) -> None:
     sglang.Engine = engine
     engine_module.Engine = engine
     if choice.nixl_connector:
-        importlib.import_module("dynamo.nixl_connect").Connector = legacy.CpuConnector
+        connect: Any = importlib.import_module("dynamo.nixl_connect")
+        connect.Connector = legacy.CpuConnector
     if choice.vision_tower:
-        importlib.import_module(ENCODE_HANDLER).AutoModel = legacy.CpuVisionTower
+        encode_handler: Any = importlib.import_module(ENCODE_HANDLER)
+        encode_handler.AutoModel = legacy.CpuVisionTower
     if choice.mm_encoder_module:
-        from workers import legacy_encoder
+        from discovery_harness_workers import legacy_encoder
 
-        module = importlib.import_module(choice.mm_encoder_module)
+        module: Any = importlib.import_module(choice.mm_encoder_module)
         module.MMEncoder = encoder = legacy_encoder.for_real(module.MMEncoder)
-        handler = importlib.import_module(ENCODE_HANDLER)
+        handler: Any = importlib.import_module(ENCODE_HANDLER)
         if hasattr(handler, "MMEncoder"):
             handler.MMEncoder = encoder
+
+
+def install_current() -> None:
+    """sglang 0.5.21 (ai-dynamo 1.6): every name Dynamo looks sglang's GPU classes up by
+    points at discovery_harness_workers.cpu_engine's stand-ins."""
+    import sglang
+    import sglang.multimodal_gen as multimodal_gen
+    import sglang.srt.disaggregation.encoder.server as encoder_server
+    import sglang.srt.entrypoints.engine as engine_module
+
+    from discovery_harness_workers.cpu_engine import CpuDiffGenerator, CpuEngine, CpuMMEncoder
+
+    sglang.Engine = CpuEngine
+    engine_module.Engine = CpuEngine
+    encoder_server.MMEncoder = CpuMMEncoder
+    multimodal_gen.DiffGenerator = CpuDiffGenerator

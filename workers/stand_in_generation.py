@@ -1,7 +1,8 @@
 """What every CPU tokenizer-manager stand-in answers, whatever the sglang release.
 
 A mixin for a subclass of the installed sglang's real `TokenizerManager` (see
-`workers.cpu_engine` for 1.x, `workers.legacy_stand_ins` for the 0.7/0.8 era): instead of
+`discovery_harness_workers.cpu_engine` for 1.x, `discovery_harness_workers.legacy_stand_ins` for the
+0.7/0.8 era): instead of
 sending requests to scheduler processes, it answers `generate_request` in-process with real
 tokens of the tiny model's tokenizer, deterministic embeddings or rerank scores, in the shapes
 sglang streams. The subclass sets `self.tokenizer` and calls `init_stand_in_generation()`.
@@ -22,7 +23,8 @@ REPLY_TEXT = "Hello! The quick brown fox jumps over the lazy dog."
 MAX_TOTAL_TOKENS = 65536
 EMBEDDING_DIM = 16  # only where the model config says no hidden size
 # The tokens sglang's processor makes of one image in place of its placeholder: the CPU
-# encoder's grid (workers.cpu_engine.IMAGE_GRID_THW, one frame of 4x4 patches, 2x2 merged).
+# encoder's grid (discovery_harness_workers.cpu_engine.IMAGE_GRID_THW, one frame of 4x4 patches, 2x2
+# merged).
 IMAGE_TOKENS = 4
 STREAM_STEP = 4  # tokens per streamed chunk
 _DISJOINT_SETTINGS = ("stream_output", "incremental_streaming_output")

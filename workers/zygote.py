@@ -1,10 +1,12 @@
 """A pre-imported worker template: import the heavy modules once, then fork each CPU worker.
 
-`python -m workers.zygote --control-fd N`: imports what a CPU-tier worker imports (torch,
+`python -m discovery_harness_workers.zygote --control-fd N`: imports what a CPU-tier worker imports
+(torch,
 transformers, sglang, dynamo.sglang and every init path, the stand-ins) while recording every
 environment variable read on the way, then answers on the inherited socket N:
 
-    -> {"op": "spawn", "id": 1, "module": "workers.cpu_sglang", "dynamo_argv": [...],
+    -> {"op": "spawn", "id": 1, "module": "discovery_harness_workers.cpu_sglang", "dynamo_argv":
+[...],
         "env": {...}, "cwd": "...", "log": "..."}
     <- {"id": 1, "pid": 4321}
     <- {"exited": 4321, "code": 0}          (when a child ends; the template reaps it)
@@ -45,9 +47,10 @@ PRELOAD = (
     "torch",
     "transformers",
     "uvloop",
-    "workers.cpu_engine",
-    "workers.faults",
-    "workers.cpu_sglang",
+    "discovery_harness_workers.cpu_engine",
+    "discovery_harness_workers.faults",
+    "discovery_harness_workers.start",
+    "discovery_harness_workers.cpu_sglang",
     "dynamo.sglang.main",
     "dynamo.sglang.args",
     "dynamo.sglang.register",
@@ -63,7 +66,7 @@ PRELOAD = (
 _SIGNALS_RESET_IN_CHILD = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-class RecordingEnviron(os._Environ):  # type: ignore[type-arg,name-defined]
+class RecordingEnviron(os._Environ):
     """os.environ that remembers which names were read (get, [], in, getenv)."""
 
     reads: set[str]
@@ -93,10 +96,9 @@ def preload(also: tuple[str, ...] = ()) -> tuple[set[str], float]:
     started = time.monotonic()
     recording = record_environ_reads()
     try:
-        from workers import cpu_sglang, torchvision_shim
+        from discovery_harness_workers import start
 
-        torchvision_shim.apply()
-        cpu_sglang.install_stand_ins()
+        start.prepare(with_fault=False)  # a template runs no fault: each child gets its own
         for name in (*PRELOAD, *also):
             importlib.import_module(name)
     finally:

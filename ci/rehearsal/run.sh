@@ -5,10 +5,16 @@
 # externally-managed Python 3.11), etcd and nats-server from Debian in the image. It runs
 # every step up to the first thing that needs a GPU; the GPU-tier run must then fail loudly.
 #
-#   ci/rehearsal/run.sh [CHECKOUT]    # default: this working tree (tracked + untracked files)
+#   ci/rehearsal/run.sh [--cuda] [CHECKOUT]  # default: this working tree (tracked + untracked)
+#
+# --cuda: the CPU job (ci/dynamo-cpu-job.sh) in the same image holding instead the CUDA stack
+# of Dynamo's runtime image (ci/rehearsal/cuda-stack.sh: CUDA torch, sglang with sgl-kernel,
+# flashinfer and its whole dependency set), no GPU, no driver; that job must pass.
 # Root only (podman). Exit status: the job's. Images and the stack folder are cached in build/.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CUDA=0
+if [ "${1:-}" = "--cuda" ]; then CUDA=1; shift; fi
 SOURCE="$(cd "${1:-$ROOT}" && pwd)"
 CACHE="$ROOT/build/rehearsal"
 RUNNER_UID=1001  # the runner's user: owns the checkout; the image's user is 1000
@@ -17,9 +23,23 @@ set +e +u  # sourcing set -e/-u for this shell; the job's status is read below
 
 started=$(date +%s)
 image=$("$ROOT/ci/rehearsal/build-image.sh") || exit 1
-stack=$("$ROOT/.venv/bin/python" "$ROOT/ci/rehearsal/stack.py" \
-  "$("$ROOT/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
-  "$CACHE") || exit 1
+if [ "$CUDA" = 1 ]; then
+  stack=$("$ROOT/ci/rehearsal/cuda-stack.sh" "$CACHE") || exit 1
+  held=(-v "$stack:/usr/local:ro")  # what pip wrote under the image's /usr/local
+  job=(-e GITHUB_STEP_SUMMARY=/reports/step-summary.md "$image" bash -c 'echo "rehearsal: running as $(id)";
+    command -v nvidia-smi >/dev/null && echo "rehearsal: nvidia-smi present" || echo "rehearsal: no nvidia-smi";
+    python3 -c "import torch; print(\"rehearsal: torch\", torch.__version__, \"CUDA\", torch.version.cuda)";
+    bash /checkout/ci/dynamo-cpu-job.sh all')
+else
+  stack=$("$ROOT/.venv/bin/python" "$ROOT/ci/rehearsal/stack.py" \
+    "$("$ROOT/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+    "$CACHE") || exit 1
+  held=(-v "$stack:/usr/local/lib/python3.11/dist-packages:ro")
+  job=(-e REHEARSAL=1 -e GPUS=1 -e HARNESS_IMAGE=nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1 \
+    "$image" bash -c 'echo "rehearsal: running as $(id)"; touch /checkout/x 2>/dev/null &&
+    echo "rehearsal: the checkout is writable" || echo "rehearsal: the checkout is read-only to $(id -un)";
+    bash /checkout/ci/gpu-job.sh all')
+fi
 echo "rehearsal: image $image, stack $stack (ready in $(( $(date +%s) - started )) s)"
 
 run_dir=$(mktemp -d "$CACHE/run-XXXXXX")
@@ -44,14 +64,11 @@ certs=()
 bundle=/etc/ssl/certs/ca-certificates.crt
 [ -f "$bundle" ] && certs=(-v "$bundle:$bundle:ro" -e "PIP_CERT=$bundle")
 podman run --rm --user 1000:0 "${limits[@]}" "${certs[@]}" --cap-add SYS_PTRACE --ipc host \
-  -v "$stack:/usr/local/lib/python3.11/dist-packages:ro" \
-  -v "$run_dir/checkout:/checkout" -v "$run_dir/hf:/hf" -v "$run_dir/reports:/reports" \
-  -e REHEARSAL=1 -e GPUS=1 -e HF_HOME=/hf -e REPORTS=/reports \
-  -e HARNESS_IMAGE=nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1 \
-  "$image" bash -c 'echo "rehearsal: running as $(id)"; touch /checkout/x 2>/dev/null &&
-    echo "rehearsal: the checkout is writable" || echo "rehearsal: the checkout is read-only to $(id -un)";
-    bash /checkout/ci/gpu-job.sh all'
+  "${held[@]}" -v "$run_dir/checkout:/checkout" -v "$run_dir/hf:/hf" \
+  -v "$run_dir/reports:/reports" -e HF_HOME=/hf -e REPORTS=/reports "${job[@]}"
 status=$?
 echo "rehearsal: reports: $(cd "$run_dir/reports" && find . -type f | sort | tr '\n' ' ')"
+echo "rehearsal: wrote $(du -sh "$run_dir" | cut -f1) in $run_dir (the checkout's copy, reports)"
+[ "$CUDA" = 1 ] && echo "rehearsal: step summary: $(grep -c . "$run_dir/reports/step-summary.md" 2>/dev/null || echo 0) lines"
 echo "rehearsal: job exit $status after $(( $(date +%s) - started )) s"
 exit "$status"

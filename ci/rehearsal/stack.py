@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from harness.runtime.image_stack import closure, installed  # noqa: E402
+from discovery_harness.runtime.image_stack import closure, installed  # noqa: E402
 
 
 def build(site: Path, cache: Path) -> Path:

@@ -1,6 +1,8 @@
-"""`python -m harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace NS]
+"""`python -m discovery_harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace
+NS]
 [--grace S] [--probe] [--release V] [--topology NAME] [--report-dir DIR]`: exit 0
-conformant, 1 violations, 2 usage error or an unreachable store or frontend (one line)."""
+conformant, 1 violations, 4 (every command's usage error) for bad input or a store or frontend
+that does not answer (one line)."""
 
 from __future__ import annotations
 
@@ -10,17 +12,18 @@ import sys
 import time
 from pathlib import Path
 
-from harness.audit.frontend import read_frontend
-from harness.audit.observe import Observed, Unreachable, observe, open_source
-from harness.judge.discovered import AuditedDeployment, FrontendView, judge_discovery
-from harness.model import catalogue as catalogue_module
-from harness.model.topology import Topology, UnsupportedRelease
-from harness.report import default_report_dir, write_reports
-from harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry
-from harness.report.observed import card_fields, from_audit
-from harness.runtime import dynamo_env
+from discovery_harness.audit.frontend import read_frontend
+from discovery_harness.audit.observe import Observed, Unreachable, observe, open_source
+from discovery_harness.common.exits import USAGE_ERROR
+from discovery_harness.judge.discovered import AuditedDeployment, FrontendView, judge_discovery
+from discovery_harness.model import catalogue as catalogue_module
+from discovery_harness.model.topology import Topology, UnsupportedRelease
+from discovery_harness.report import default_report_dir, write_reports
+from discovery_harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry
+from discovery_harness.report.observed import card_fields, from_audit
+from discovery_harness.runtime import dynamo_env
 
-CONFORMANT, VIOLATIONS, UNUSABLE = 0, 1, 2
+CONFORMANT, VIOLATIONS, UNUSABLE = 0, 1, USAGE_ERROR
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -107,7 +110,7 @@ def audit_command(args: argparse.Namespace) -> int:
         print(f"audit: {len(failed)} of {len(audited)} deployment(s) not conformant")
     out = Path(args.report_dir) if args.report_dir else default_report_dir()
     run = RunEntry(
-        command="python -m harness audit " + " ".join(sys.argv[2:]),
+        command="python -m discovery_harness audit " + " ".join(sys.argv[2:]),
         started_at=started,
         finished_at=time.time(),
         release=release,

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 import httpx
 
-from harness.audit.observe import Unreachable
-from harness.judge.discovered import AuditedDeployment, FrontendView
-from harness.serving.http_client import RecordingClient
-from harness.serving.requests import Reply, send
+from discovery_harness.audit.observe import Unreachable
+from discovery_harness.judge.discovered import AuditedDeployment, FrontendView
+from discovery_harness.serving.http_client import RecordingClient
+from discovery_harness.serving.listing import listed_ids
+from discovery_harness.serving.requests import Reply, send
 
 # A card's model type -> the request that exercises it (multimodal: an image chat).
 KIND_OF_TYPE = {
@@ -26,7 +27,7 @@ KIND_OF_TYPE = {
 def read_frontend(url: str, deployments: Sequence[AuditedDeployment], probe: bool) -> FrontendView:
     try:
         with httpx.Client(base_url=url, timeout=10.0) as client:
-            listed = frozenset(m.get("id") for m in client.get("/v1/models").json().get("data", []))
+            listed = listed_ids(client.get("/v1/models").json())
             ready = {}
             for model in sorted(listed):
                 answer = client.get(f"/v1/models/{model}/ready")

@@ -8,11 +8,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.common.deadline import Deadline
-from harness.discovery.observer import DiscoveryObserver, DiscoveryState
-from harness.discovery.sources import DiscoverySource, EtcdSource, FileSource
-from harness.judge.discovered import pending
-from harness.processes.infra.base import etcd_healthy
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.discovery.observer import DiscoveryObserver, DiscoveryState
+from discovery_harness.discovery.sources import DiscoverySource, EtcdSource, FileSource
+from discovery_harness.judge.discovered import pending
+from discovery_harness.processes.infra.base import etcd_healthy
 
 
 class Unreachable(RuntimeError):

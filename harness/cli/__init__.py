@@ -1,1 +1,1 @@
-"""The `python -m harness` commands."""
+"""The `python -m discovery_harness` commands."""

@@ -1,13 +1,17 @@
 """Command line of the harness.
 
-python -m harness conformance [--topology NAME ...] [pytest args...]
-python -m harness topologies [--gpu]
-python -m harness plan [--tier gpu|cpu] [--gpus N] [--gpu-memory GIB] [--json] [--topology NAME ...]
-python -m harness models list|fetch [TOPOLOGY ... | -m EXPR] [--dry-run] [--check] [--model KEY=REF]
-python -m harness preflight [--allow-no-gpu] [--writable LABEL=PATH ...]
-python -m harness history [--releases 0.7.1,0.8.1,1.6.1|all] [-j N] [--rerun] [--topology NAME ...]
-python -m harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file FILE]
-python -m harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace NS] [--probe]
+python -m discovery_harness conformance [--topology NAME ...] [pytest args...]
+python -m discovery_harness topologies [--gpu | --doc]
+python -m discovery_harness plan [--tier gpu|cpu] [--gpus N] [--gpu-memory GIB] [--json] [--topology
+NAME ...]
+python -m discovery_harness models list|fetch [TOPOLOGY ... | -m EXPR] [--dry-run] [--check]
+[--model KEY=REF]
+python -m discovery_harness preflight [--allow-no-gpu] [--writable LABEL=PATH ...]
+python -m discovery_harness history [--releases 0.7.1,0.8.1,1.6.1|all] [-j N] [--rerun] [--topology
+NAME ...]
+python -m discovery_harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file FILE]
+python -m discovery_harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace NS]
+[--probe]
 """
 
 from __future__ import annotations
@@ -17,91 +21,13 @@ import signal
 import sys
 from typing import NoReturn
 
-from harness.audit import command as audit_command
-from harness.cli import conformance, models
-from harness.model import catalogue as catalogue_module
-from harness.model.catalogue import Catalogue
-from harness.runtime.gpus import memory_needed_gib
-from harness.runtime.tier import GPU, TIERS
-from harness.up import command as up_command
-
-USAGE_ERROR = 4  # as pytest's: bad input, nothing started
-
-
-def topologies_table(catalogue: Catalogue | None = None) -> str:
-    """One row per worker: its start path, flags and the card it must register (or that it
-    must not register at all)."""
-    catalogue = catalogue or catalogue_module.load()
-    header = (
-        "topology",
-        "worker",
-        "start path",
-        "flags",
-        "component",
-        "model_type",
-        "input",
-        "worker_type",
-        "needs",
-        "public",
-    )
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for topology in catalogue.topologies:
-        for worker in topology.workers:
-            flags = " ".join(worker.flags) or "(default)"
-            start = ", ".join(worker.start_paths)
-            card = worker.card
-            if card is None:
-                contract: tuple[str, ...] = ("**must not register**", "-", "-", "-", "no")
-            else:
-                needs = " or ".join("+".join(g) for g in card.needs) or "-"
-                count = f" (x{worker.registrants} processes)" if worker.registrants != 1 else ""
-                contract = (
-                    card.model_type.replace("|", "\\|") + count,
-                    card.model_input,
-                    card.worker_type,
-                    needs,
-                    "yes" if card.public else "internal",
-                )
-            cells = (topology.name, worker.role, start, f"`{flags}`", worker.component, *contract)
-            lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def gpu_table(catalogue: Catalogue | None = None) -> str:
-    """Per topology and layout: models, GPUs, VRAM estimate, start order and timeout."""
-    catalogue = catalogue or catalogue_module.load()
-    header = (
-        "topology",
-        "layout",
-        "marker",
-        "workers → GPU",
-        "VRAM per GPU",
-        "start order",
-        "start timeout",
-        "models",
-        "GPU tier",
-    )
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for topology in catalogue.topologies:
-        keys = sorted({w.model for w in topology.workers})
-        models = ", ".join(f"{k}: {catalogue.gpu_models.get(k, '?')}" for k in keys)
-        for layout in topology.gpu.placements:
-            placed = ", ".join(f"{w.role}→{w.gpu}" for w in layout.workers)
-            needed = memory_needed_gib(layout)
-            vram = " / ".join(f"~{gib:.1f}" for _, gib in sorted(needed.items())) + " GiB"
-            cells = (
-                topology.name,
-                layout.name,
-                f"gpu_{layout.gpus}",
-                placed,
-                vram,
-                " → ".join(layout.start_order) or "together",
-                f"{layout.start_timeout_s} s",
-                models,
-                "nightly" if topology.gpu.nightly else "every run",
-            )
-            lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+from discovery_harness.audit import command as audit_command
+from discovery_harness.cli import conformance, models
+from discovery_harness.cli.tables import catalogue_doc, gpu_table, topologies_table
+from discovery_harness.common.exits import USAGE_ERROR
+from discovery_harness.model import catalogue as catalogue_module
+from discovery_harness.runtime.tier import GPU, TIERS
+from discovery_harness.up import command as up_command
 
 
 class UsageParser(argparse.ArgumentParser):
@@ -130,7 +56,7 @@ def _quiet_on_closed_pipe() -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = UsageParser(
-        prog="python -m harness",
+        prog="python -m discovery_harness",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -138,7 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     conformance.register(commands)
     models.register(commands)
     topologies = commands.add_parser("topologies", help="print the contract table")
-    topologies.add_argument("--gpu", action="store_true", help="the GPU layouts instead")
+    shown = topologies.add_mutually_exclusive_group()
+    shown.add_argument("--gpu", action="store_true", help="the GPU layouts instead")
+    shown.add_argument(
+        "--doc", action="store_true", help="docs/topologies.md, generated whole from the catalogue"
+    )
     plan = commands.add_parser("plan", help="print every worker's command; start nothing")
     plan.add_argument("--tier", choices=list(TIERS), default=GPU.name)
     plan.add_argument(
@@ -161,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
         "history",
         help="run the conformance suite on several Dynamo releases; one table of what each did",
     )
-    from harness.history.command import add_arguments as history_arguments
+    from discovery_harness.history.command import add_arguments as history_arguments
 
     history_arguments(history)
     commands.add_parser(
@@ -177,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["preflight"]:  # its own options (standard library only)
-        from harness.runtime.preflight import main as preflight
+        from discovery_harness.runtime.preflight import main as preflight
 
         return preflight(argv[1:])
     parser = _parser()
@@ -192,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "conformance":
             return args.run(args, extra)
         if args.command == "history":
-            from harness.history.command import history_command
+            from discovery_harness.history.command import history_command
 
             return history_command(args, catalogue_module.load())
         if args.command == "up":
@@ -201,9 +131,12 @@ def main(argv: list[str] | None = None) -> int:
             return audit_command.audit_command(args)
         _quiet_on_closed_pipe()
         if args.command == "topologies":
-            print(gpu_table() if args.gpu else topologies_table())
+            if args.doc:
+                print(catalogue_doc(), end="")
+            else:
+                print(gpu_table() if args.gpu else topologies_table())
         elif args.command == "plan":
-            from harness.cli.plan import plan_command
+            from discovery_harness.cli.plan import plan_command
 
             _check_plan(args)
             print(plan_command(catalogue_module.load(), args))

@@ -1,4 +1,4 @@
-"""`python -m harness conformance`: the conformance suite, with its own help and report.
+"""`python -m discovery_harness conformance`: the conformance suite, with its own help and report.
 
 It runs `scenarios/test_topologies.py::test_registers_and_serves` (one test per topology on
 the CPU tier, one per GPU layout on the GPU tier) through pytest, writes the JUnit report and
@@ -16,25 +16,36 @@ from pathlib import Path
 
 import pytest
 
-from harness.history.run import CONFORMANCE_TEST, CONFORMANCE_TESTS, ROOT, outcome
-from harness.model import catalogue as catalogue_module
-from harness.plugin.session import topology_of
-from harness.report import default_report_dir, remove_reports
+from discovery_harness.common import locations
+from discovery_harness.history.run import CONFORMANCE_TEST, outcome
+from discovery_harness.model import catalogue as catalogue_module
+from discovery_harness.report import default_report_dir, remove_reports
+from discovery_harness.report.pytest_run import COMMAND_KEY
 
-REPORT = ROOT / "reports" / "conformance.xml"  # HARNESS_REPORT_DIR moves it (and the others)
+REPORT = "conformance.xml"  # in reports/ of the current directory, or HARNESS_REPORT_DIR
 HELP = f"""\
-Runs {CONFORMANCE_TESTS}::{CONFORMANCE_TEST}:
+Runs {locations.SCENARIOS_PACKAGE}.{locations.CONFORMANCE_MODULE}::{CONFORMANCE_TEST}:
 every topology of the catalogue deployed on real etcd, NATS, frontend and dynamo.sglang
 workers, its cards checked in etcd and its requests served (CPU tier: one test per
 topology; GPU tier: one per layout).
 
-The JUnit report (with per-worker timelines) goes to {REPORT.relative_to(ROOT)}, beside
+The JUnit report (with per-worker timelines) goes to reports/{REPORT}, beside
 report.json, report.md and report.html (the folder: HARNESS_REPORT_DIR, else reports/); a
 summary, one line per test, is printed at the end. A run that ran no test leaves no report.
 
 Any other argument goes to pytest: e.g. --infra process, --tier cpu, -x, -n 2. The harness's
 own pytest options and environment variables: `pytest --help` (group "discovery harness").
 """
+
+
+class _ReportCommand:
+    """Names the user's command (and the JUnit file kept) in the report, not the draft."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.stash[COMMAND_KEY] = self.command
 
 
 class _OnlyTopologies:
@@ -44,6 +55,10 @@ class _OnlyTopologies:
         self.names = names
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
+        # Imported here, once pytest loaded the plugin itself: imported before pytest.main,
+        # its modules could not be assertion-rewritten (pytest warned about each).
+        from discovery_harness.plugin.session import topology_of
+
         keep = [i for i in items if getattr(topology_of(i), "name", None) in self.names]
         dropped = [item for item in items if item not in keep]
         if dropped:
@@ -57,7 +72,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="run the conformance suite (other arguments go to pytest)",
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="python -m harness conformance [--topology NAME ...] [pytest options ...]",
+        usage="python -m discovery_harness conformance [--topology NAME ...] [pytest options ...]",
         allow_abbrev=False,
     )
     parser.add_argument(
@@ -78,25 +93,36 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
             f"--topology {', '.join(sorted(names - known))}: no such topology; known: "
             + ", ".join(sorted(known))
         )
-    plugins = [_OnlyTopologies(names)] if names else []
     reports = default_report_dir()
-    report = reports / REPORT.name
+    report = reports / REPORT
     reports.mkdir(parents=True, exist_ok=True)
     remove_reports(reports)  # even pytest's own usage errors leave no older report
     report.unlink(missing_ok=True)
+    command = " ".join(
+        ["python -m discovery_harness conformance", *(f"--topology {n}" for n in args.topology),
+        *extra]
+    )
+    plugins: list[object] = [_ReportCommand(f"{command} (JUnit report: {report})")]
+    plugins += [_OnlyTopologies(names)] if names else []
     handle, draft_name = tempfile.mkstemp(prefix=".conformance-", suffix=".xml", dir=reports)
     os.close(handle)
     draft = Path(draft_name)
     draft.unlink()  # pytest writes it only when a session runs
     try:
         code = pytest.main(
-            [CONFORMANCE_TESTS, f"--junitxml={draft}", "-o", "junit_logging=no", *extra],
+            [
+                str(locations.conformance_tests()),
+                f"--junitxml={draft}",
+                "-o",
+                "junit_logging=no",
+                *extra,
+            ],
             plugins=plugins,
         )
         if code == pytest.ExitCode.NO_TESTS_COLLECTED:
             raise ValueError(
                 "the selection holds no conformance test (pytest collected or kept none); "
-                "`python -m harness topologies` lists the topologies"
+                "`python -m discovery_harness topologies` lists the topologies"
             )
         if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
             return int(code)
@@ -120,7 +146,9 @@ def summarise(junit: Path) -> str:
         found, _ = outcome(case)
         shown = {"failed": "FAILED", "error": "ERROR"}.get(found, found)
         properties = {p.get("name"): p.get("value") for p in case.iter("property")}
-        known = [v for k, v in properties.items() if k == "known_violation"]
+        known = [v for k, v in properties.items() if k == "known_violation" and v]
         extra = f"  (known: {'; '.join(known)})" if known else ""
-        lines.append(f"{shown:<8} {case.get('name')} {float(case.get('time', 0)):6.1f}s{extra}")
+        lines.append(
+            f"{shown:<8} {case.get('name', '?')} {float(case.get('time', 0)):6.1f}s{extra}"
+        )
     return "\n".join(lines)

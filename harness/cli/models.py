@@ -1,13 +1,13 @@
-"""`python -m harness models list|fetch`: the GPU tier's models, where each is, and fetching
+"""`python -m discovery_harness models list|fetch`: the GPU tier's models, where each is, and
+fetching
 them into the Hugging Face cache before a run (which never downloads)."""
 
 from __future__ import annotations
 
 import argparse
 
-from harness.model import catalogue as catalogue_module
-from harness.runtime.model_source import gpu_needs
-from harness.runtime.models import hf_hub_cache, locate
+from discovery_harness.model import catalogue as catalogue_module
+from discovery_harness.runtime.model_source import gpu_needs
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -39,19 +39,13 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.marks is not None or args.action == "fetch":  # a run's selection, sizes, fetching
-        from harness.runtime.model_fetch import models_command
+    """One listing whatever the options (discovery_harness.runtime.model_fetch.print_listing): plain
+    `list` shows the catalogue's size estimates (no network); -m and fetch ask the Hub."""
+    from discovery_harness.runtime.model_fetch import models_command, print_listing
 
-        return models_command(catalogue_module.load(), args)
-    needs = gpu_needs(catalogue_module.load(), args.topology or None, args.model)
-    print(f"Hugging Face cache: {hf_hub_cache()}")
-    rows = [(need, locate(need.ref)) for need in needs]
-    width = max((len(need.describe()) for need, _ in rows), default=0)
-    for need, where in rows:
-        status = "available" if where else "MISSING"
-        print(f"{status:<9}  {need.describe():<{width}}  {where or '-'}")
-    missing = sum(1 for _, where in rows if where is None)
-    if missing:
-        fetch_them = " ".join(["python -m harness models fetch", *args.topology])
-        print(f"{missing} missing; to download them: {fetch_them}")
+    catalogue = catalogue_module.load()
+    if args.marks is not None or args.action == "fetch":  # a run's selection, sizes, fetching
+        return models_command(catalogue, args)
+    needs = gpu_needs(catalogue, args.topology or None, args.model)
+    missing = print_listing(needs, catalogue, ask_hub=False)
     return 1 if args.check and missing else 0

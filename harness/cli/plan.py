@@ -1,4 +1,5 @@
-"""`python -m harness plan`: every worker's exact command, env delta, GPUs, VRAM and timeout,
+"""`python -m discovery_harness plan`: every worker's exact command, env delta, GPUs, VRAM and
+timeout,
 built by the same `worker_command` a deployment uses, without starting anything; and the
 tier table, generated from the tiers' policies."""
 
@@ -11,15 +12,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.deployment import Settings
-from harness.model.catalogue import Catalogue
-from harness.model.topology import Placement, Scenario, Topology
-from harness.processes import ports
-from harness.processes.loopback import ProcessPorts
-from harness.runtime import gpus
-from harness.runtime.launch import WorkerCommand, WorkerSite, placeholders, worker_command
-from harness.runtime.model_source import ModelSource, TinyModels, gpu_models
-from harness.runtime.tier import TIERS, TierPolicy, tier_differences
+from discovery_harness.deployment import Settings
+from discovery_harness.model.catalogue import Catalogue
+from discovery_harness.model.topology import Placement, Scenario, Topology
+from discovery_harness.processes import ports
+from discovery_harness.processes.loopback import ProcessPorts
+from discovery_harness.runtime import gpus
+from discovery_harness.runtime.launch import WorkerCommand, WorkerSite, placeholders, worker_command
+from discovery_harness.runtime.model_source import ModelSource, TinyModels, gpu_models
+from discovery_harness.runtime.tier import TIERS, TierPolicy, tier_differences
 
 PLACEHOLDER_ETCD = "http://127.0.0.1:<etcd-port>"
 PLACEHOLDER_NATS = "nats://127.0.0.1:<nats-port>"

@@ -1,15 +1,18 @@
 """Deploying a topology: start its workers, wait on discovery events, send requests, disrupt
 it (a worker lost, a frontend restarted, etcd paused, LoRAs loaded), and stop it. Judging
-what it observed is harness.judge's.
+what it observed is discovery_harness.judge's.
 
-`core.Deployment` is the deployment (launch, stop, kill, send); `readiness` its waits for
-registration and listing; `options`, `session` and `worker` the data it works on;
-`progress`, `listing`, `stops` and `timeline` what it reports while it runs; `disruption`,
-`lora` and `fingerprint` what tests do with one.
+`core.Deployment` is the deployment: its `plan` (every value, computed before anything
+starts), its `processes` (launch, kill, restart, stop), what it observes and one verdict;
+`readiness` holds the waits (each takes values: an observer, a `roster`, a deadline);
+`options`, `session` and `worker` the data it works on; `progress`, `listing`, `stops`,
+`frontend_log` and `timeline` (a worker's registration marks, defined once) what it reports
+while it runs; `disruption`, `lora` and `fingerprint` what tests do with one (they import
+`core`, never this package's `__init__`).
 """
 
-from harness.deployment.core import Deployment, dynamo_version
-from harness.deployment.options import (
+from discovery_harness.deployment.core import Deployment
+from discovery_harness.deployment.options import (
     ETCD,
     FILE,
     FRONTEND_MODES,
@@ -22,8 +25,8 @@ from harness.deployment.options import (
     Planes,
     Settings,
 )
-from harness.deployment.session import Session
-from harness.deployment.worker import Worker
+from discovery_harness.deployment.session import Session
+from discovery_harness.deployment.worker import Worker
 
 __all__ = [
     "ETCD",
@@ -40,5 +43,4 @@ __all__ = [
     "Session",
     "Settings",
     "Worker",
-    "dynamo_version",
 ]

@@ -1,221 +1,281 @@
 """Deploy one topology against the session's etcd, NATS and frontend, and judge it.
 
-A Deployment starts every worker at once (some wait for their peers before registering),
-waits on etcd watch events until each has its instance and model card, waits until the
-frontend lists each public model, then lets the test send requests. Every finding is a
-`Violation`; `ContractFailure` carries all of them at once.
+A Deployment is its plan (discovery_harness.deployment.plan: every value, computed before anything
+starts), its processes (discovery_harness.deployment.processes), what it observes, and one verdict.
+It starts every worker (some wait for their peers before registering), waits on etcd watch
+events until each has its instance and model card, waits until the frontend lists each public
+model and serves it, then lets the test send requests. The verdict is reached once (a failed
+readiness, or the first verify()) and kept: the fixture reads it at teardown. Every finding is
+a `Violation`; `ContractFailure` carries all of them at once.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import signal
 import time
-import uuid
+from typing import Any, Self
 
-from harness.common.deadline import Deadline
-from harness.deployment import diagnosis, readiness
-from harness.deployment.launching import Launching
-from harness.deployment.listing import ListingWatch
-from harness.deployment.observing import Observing
-from harness.deployment.options import (
-    FILE,
-    FRONTEND_MODES,
-    OWN,
-    SHARED,
-    Planes,
-)
-from harness.deployment.progress import (
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.deployment import diagnosis, readiness
+from discovery_harness.deployment.frontend_log import FrontendLogWindow
+from discovery_harness.deployment.listing import ListingWatch, await_listing
+from discovery_harness.deployment.options import LATE, OWN, TCP
+from discovery_harness.deployment.plan import DeployOptions, SessionFacts, plan
+from discovery_harness.deployment.processes import Processes
+from discovery_harness.deployment.progress import (
     LogMilestones,
     ProgressTicker,
+    Sample,
+    StartProgress,
 )
-from harness.deployment.session import Session
-from harness.deployment.worker import Worker
-from harness.discovery.observer import DiscoveryObserver
-from harness.discovery.sources import FileSource
-from harness.judge import deployment as judged
-from harness.judge.verdict import set_aside_known
-from harness.model.topology import Scenario, Topology
-from harness.model.violations import (
-    ContractFailure,
+from discovery_harness.deployment.roster import Roster, sample_start
+from discovery_harness.deployment.session import Session
+from discovery_harness.deployment.timeline import WorkerTimeline, first_answer, worker_timelines
+from discovery_harness.deployment.worker import Worker
+from discovery_harness.discovery.observer import DiscoveryObserver, DiscoveryState
+from discovery_harness.discovery.sources import FileSource
+from discovery_harness.judge import checks
+from discovery_harness.judge import deployment as judged
+from discovery_harness.judge.verdict import Verdict, set_aside_known
+from discovery_harness.model.events import Events
+from discovery_harness.model.records import ModelCard
+from discovery_harness.model.topology import Scenario, Topology, WorkerSpec
+from discovery_harness.model.violations import (
+    NEVER_REGISTERED,
+    WORKER_EXITED,
     Violation,
 )
-from harness.processes import ports
-from harness.runtime import dynamo_env, gpus
-from harness.runtime.frontend import Frontend
-from harness.runtime.launch import placeholders
-from harness.runtime.spawn import FRESH
-from harness.serving import shapes
-from harness.serving.http_client import RecordingClient
-from harness.serving.model_facts import NO_FACTS, ModelFacts
-from harness.serving.requests import Reply, send
-from harness.serving.shapes import DEFAULT
+from discovery_harness.processes import ports
+from discovery_harness.runtime import dynamo_env
+from discovery_harness.runtime.frontend import Frontend
+from discovery_harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S
+from discovery_harness.serving.http_client import RecordingClient
+from discovery_harness.serving.listing import listed_ids
+from discovery_harness.serving.requests import Reply, send
+from discovery_harness.serving.shapes import DEFAULT
 
 
-class Deployment(Launching, Observing):
-    """One topology deployed: launched by `Launching`, watched by `Observing`, judged by
-    harness.judge; this class holds its state, readiness and verdict."""
+class Deployment:
+    """One topology deployed: plan + processes + what was observed + one verdict."""
 
-    def __init__(
-        self,
-        what: Topology | Scenario,
-        session: Session,
-        *,
-        faults: dict[str, str] | None = None,
-        fault_delay_s: float = 0.0,
-        strict: bool = False,
-        sequential: bool | None = None,
-        spawn: str | None = None,
-        order: tuple[str, ...] | None = None,
-        frontend: str = SHARED,
-        env: dict[str, str] | None = None,
-        planes: Planes | None = None,
-    ) -> None:
-        self.scenario = what if isinstance(what, Scenario) else Scenario.packed(what)
-        # Fresh processes when asked for (or no template exists), else the session's template.
-        self._spawner = None if spawn == FRESH else session.spawner
-        # The layout's start order: the GPU tier's default; a CPU-tier test can ask for it.
-        self.sequential = session.settings.tier.start_order if sequential is None else sequential
-        # An explicit start order: every worker, one at a time, each registered (or left
-        # waiting for its peers) before the next starts.
-        self.order = tuple(order) if order is not None else None
-        topology = self.topology = self.scenario.topology
-        if self.order is not None and sorted(self.order) != sorted(
-            w.role for w in topology.workers
-        ):
-            raise ValueError(f"order {self.order} must name every role of {topology.name} once")
+    def __init__(self, what: Topology | Scenario, session: Session, **options: Any) -> None:
+        facts = SessionFacts(
+            settings=session.settings,
+            workdir=session.workdir,
+            shared_frontend_port=session.frontend.port,
+            gpu_share=session.gpu_share,
+            template=session.spawner is not None,
+        )
+        # An option given as None takes its default (faults=None: none).
+        given = {name: value for name, value in options.items() if value is not None}
+        self.plan = plan(what, DeployOptions(**given), facts, ports.allocate)
         self.session = session
-        self.faults = dict(faults or {})
-        unknown = set(self.faults) - {w.role for w in topology.workers}
-        if unknown:
-            raise ValueError(f"faults for roles not in {topology.name}: {sorted(unknown)}")
-        self.fault_delay_s = fault_delay_s
-        self.strict = strict  # self-tests see known violations too
-        self.known_seen: list[tuple[Violation, str]] = []
-        self.found: list[Violation] = []  # every violation a verdict raised (for the history)
-        suffix = uuid.uuid4().hex[:6]
-        self.namespace = f"h-{topology.name}-{suffix}"
-        era_name = topology.era.served_model_name if topology.era else None
-        self.model_name = era_name or f"{topology.name}-{suffix}"
-        self.workers: list[Worker] = []
-        # Discovery backend and request / event planes: the session's (etcd, TCP, NATS), or
-        # others for this deployment alone, with a frontend and an observer of its own.
-        self.planes = planes or Planes()
-        self.workdir = session.workdir / "deployments" / self.namespace
-        plane_env = self.planes.env(self.workdir / "discovery")
-        if plane_env and frontend == SHARED:
-            frontend = OWN
+        self.processes = Processes(self.plan, session)
         self.observer = (
-            DiscoveryObserver(FileSource(self.workdir / "discovery"))
-            if self.planes.discovery == FILE
+            DiscoveryObserver(FileSource(self.plan.file_store))
+            if self.plan.file_store is not None
             else session.observer
         )
-        # The session's frontend, or one of its own: started with the deployment ("own") or
-        # once every worker has registered ("late"), on a port fixed now so a restart keeps it.
-        if frontend not in FRONTEND_MODES:
-            raise ValueError(f"frontend must be one of {FRONTEND_MODES}, not {frontend!r}")
-        self.frontend_mode = frontend
-        self.frontend: Frontend | None = session.frontend if frontend == SHARED else None
-        self._frontend_port = session.frontend.port if frontend == SHARED else ports.allocate_one()
-        base_url = f"http://127.0.0.1:{self._frontend_port}"
-        self._env = {**plane_env, **(env or {})}  # on top of every worker's own (and frontend's)
-        self.client = RecordingClient(base_url)
+        self.client = RecordingClient(self.plan.base_url)
         self.replies: list[Reply] = []
-        self.frontend_log_offset = session.frontend.log_offset() if frontend == SHARED else 0
-        self.listing = ListingWatch(base_url, self.model_name, self._roles_without_card_in_etcd)
-        self._killed: set[str] = set()
-        # Roles still alive a stop grace after kill(): SIGKILLed then (reported by the edges).
-        self.escalated: list[str] = []
-        self._retired: list[Worker] = []  # workers replaced by a restart
-        self.strays: list[Worker] = []  # started into the namespace, not of the topology
-        # Fresh processes here (spawn="fresh") get the fresh deadline, whatever the session's.
-        self.deadline = Deadline(
-            session.settings.register_deadline(self.scenario, forked=self._spawner is not None)
+        self.frontend_log = FrontendLogWindow.from_now(lambda: self.processes.frontend)
+        self.listing = ListingWatch(
+            self.plan.base_url,
+            self.model_name,
+            lambda: self.roster().without_card(self.discovery_now()),
         )
-        self.not_started: list[Violation] = []
-        self._gpus = (
-            gpus.assign(self.scenario.placement, session.gpu_share)
-            if session.settings.tier.gpus
-            else {}
-        )
-        # Ports the workers share ({port:NAME} in their flags), one set per deployment.
-        names = sorted({n for w in topology.workers for n in placeholders(w.flags)})
-        self._shared_ports = dict(zip(names, ports.allocate(len(names)), strict=True))
-        self._milestones: dict[str, LogMilestones] = {}
-        # Set once a verdict was reached (readiness failed, or verify() ran): the deploy
-        # fixture verifies every deployment that has none, whatever the test body did.
-        self.verdict_given = False
-        self.verdict_at: float | None = None  # wall time of the verdict (the report's mark)
+        self.deadline = Deadline(self.plan.register_deadline_s)
+        self.not_started: list[Violation] = []  # held back by a start order that broke
         self._ticker: ProgressTicker | None = None
+        self._milestones: dict[str, LogMilestones] = {}
+        self._ready_known: tuple[tuple[Violation, str], ...] = ()
+        self._verdict: Verdict | None = None
+        self.events = Events()  # moments a known violation's window starts from
+        self.verdict_at: float | None = None  # wall time of the verdict (the report's mark)
 
-    def await_ready(self) -> Deployment:
+    @property
+    def scenario(self) -> Scenario:
+        return self.plan.scenario
+
+    @property
+    def topology(self) -> Topology:
+        return self.plan.topology
+
+    @property
+    def namespace(self) -> str:
+        return self.plan.namespace
+
+    @property
+    def model_name(self) -> str:
+        return self.plan.model_name
+
+    @property
+    def workers(self) -> list[Worker]:
+        return self.processes.workers
+
+    @property
+    def strays(self) -> list[Worker]:
+        return self.processes.strays
+
+    @property
+    def escalated(self) -> list[str]:
+        return self.processes.escalated
+
+    @property
+    def frontend(self) -> Frontend | None:
+        return self.processes.frontend
+
+    def __repr__(self) -> str:
+        return f"<deployment {self.namespace}>"
+
+    def start(self) -> Self:
+        """Launch every worker; with a start order, the ordered ones one at a time, each
+        serving (the layout's order) or registered (a test's order) before the next."""
+        plan, session = self.plan, self.session
+        for spec in plan.topology.workers:  # a missing model fails before anything starts
+            session.models(plan.topology.name, spec.model)
+        if plan.forked and session.spawner is not None:
+            # The template's own imports (once a session; slow on a cold page cache) are not
+            # the workers' start: their deadline begins once the template can fork.
+            session.spawner.wait_ready(Deadline(TEMPLATE_IMPORT_DEADLINE_S))
+            self.deadline = Deadline(self.deadline.seconds)
+        if session.progress is not None:
+            label = f"{plan.topology.name}-{plan.scenario.placement.name} {plan.namespace}"
+            progress = StartProgress(label, session.progress, session.progress_heartbeat_s)
+            self._ticker = ProgressTicker(progress, self._progress_sample).start()
+        if self.observer is not session.observer:
+            self.observer.start()
+        if plan.frontend_mode == OWN:
+            self.processes.start_frontend()
+        workers = self.processes.workers
+        for role in plan.first_started:
+            workers.append(self.processes.launch(plan.topology.worker(role)))
+        if plan.topology.public_workers:
+            self.listing.start()
+        order = plan.start_order
+        for position, role in enumerate(order):
+            workers.append(self.processes.launch(plan.topology.worker(role)))
+            if position + 1 < len(order) and not readiness.await_turn(
+                self.observer,
+                self.roster(),
+                workers[-1],
+                plan.explicit_order,
+                self.deadline,
+                session.settings.card_grace,
+            ):
+                self.not_started = [diagnosis.held_back(r, role) for r in order[position + 1 :]]
+                break
+        return self
+
+    def await_ready(self) -> Self:
         """Every worker registered as declared and every public model listed, or fail."""
         __tracebackhide__ = True  # a failure shows the test's line and the violations
         try:
-            violations = self._without_known(readiness.ready_violations(self))
+            verdict = self._set_aside_known(self._readiness())
         except BaseException as error:
             self._stop_progress(f"start interrupted: {type(error).__name__}")
-            self.verdict_given = True
+            self._verdict = Verdict()  # interrupted: nothing to judge at teardown
             raise
-        if violations:
-            kinds = ", ".join(sorted({v.kind for v in violations}))
-            self._stop_progress(f"not ready: {len(violations)} violation(s) ({kinds})")
-            self.verdict_given = True
-            self.verdict_at = time.time()
-            self.found += violations
-            raise ContractFailure(self.topology.name, violations)
+        if verdict.violations:
+            kinds = ", ".join(sorted({v.kind for v in verdict.violations}))
+            self._stop_progress(f"not ready: {len(verdict.violations)} violation(s) ({kinds})")
+            self._settle(verdict)
+            verdict.raise_if_failed(self.topology.name)
+        self._ready_known = verdict.known
         self._stop_progress("ready")
-        self.model_facts().warm()  # before the test's requests, not in their midst
         self.client.mark_ready()
         return self
 
+    def _readiness(self) -> list[Violation]:
+        """Everything readiness found, known violations included."""
+        settings = self.session.settings
+        violations = readiness.await_registration(
+            self.observer, self.roster(), self.deadline, settings.card_grace
+        )
+        violations += self.not_started
+        grace = min(settings.card_grace, self.deadline.remaining)
+        readiness.await_absent_settled(self.observer, self.roster(), grace)
+        if self.plan.frontend_mode == LATE and not violations:
+            self.processes.start_frontend()  # workers first: it must discover what is there
+        state = self.observer.state()
+        violations += judged.card_violations(
+            state, self.namespace, self.model_name, self.workers, self.strays
+        )
+        registered = not any(v.kind in (NEVER_REGISTERED, WORKER_EXITED) for v in violations)
+        if registered and self.topology.public_workers:
+            serving = self._serving()
+            violations += readiness.await_served(
+                self.listing, serving, Deadline(settings.list_deadline)
+            )
+        elif not registered:  # listed although a worker never registered
+            violations += readiness.listed_early(self.listing, self._serving(), [])
+        found_exits = {v.role for v in violations if v.kind == WORKER_EXITED}
+        state = self.observer.state()
+        violations += [
+            diagnosis.exited(w, state, self.namespace, "readiness (it had registered)")
+            for w in self.workers
+            if not w.proc.alive() and w.role not in found_exits
+        ]
+        return violations
+
+    def _serving(self) -> readiness.Serving:
+        public = self.topology.public_workers
+        return readiness.Serving(
+            model_name=self.model_name,
+            public_role=public[0].role if public else "",
+            kind=self.topology.requests[0],
+            workers=tuple(self.workers),
+            probe=lambda: self.send_unrecorded(self.topology.requests[0]),
+            keys_summary=lambda: diagnosis.keys_summary(self.observer.state(), self.namespace),
+            log_tail=self.frontend_log.tail,
+        )
+
     def send(self, kind: str, model: str | None = None, shape: str = DEFAULT) -> Reply:
         """A request of `kind` in `shape` for the topology's model (or another name it serves,
-        a LoRA), judged against the model its public worker serves."""
-        reply = send(kind, self.client, model or self.model_name, shape, self.model_facts())
+        a LoRA), judged against the model its workers serve too."""
+        facts = self.roster().served_model()
+        reply = send(kind, self.client, model or self.model_name, shape, facts)
         self.replies.append(reply)
         return reply
-
-    def send_shapes(self) -> list[Reply]:
-        """Every request shape the topology declares (its `shapes`), each once."""
-        chosen = shapes.selected(self.topology.requests, self.topology.shapes)
-        return [self.send(s.kind, shape=s.name) for s in chosen]
-
-    def model_facts(self) -> ModelFacts:
-        """The model as the topology serves it: the public worker's (they serve one model),
-        whose context length is the smallest any registering worker serves (a request passes
-        through each of them); none known before they started."""
-        public = [w for w in self.workers if w.expected is not None and w.expected.public]
-        if not public:
-            return NO_FACTS
-        serving = [w for w in self.workers if w.registers and w.context_length is not None]
-        if len({w.context_length for w in serving}) < 2:
-            return public[0].model
-        least = min(serving, key=lambda w: w.context_length or 0)
-        sources = ", ".join(f"{w.role} {w.context_source}" for w in serving)
-        return dataclasses.replace(
-            public[0].model,
-            context_length=least.context_length,
-            context_source=f"the smallest of its workers': {sources}",
-        )
 
     def send_unrecorded(self, kind: str) -> Reply:
         """A readiness probe: its exchange is recorded but it is not one of the test's replies."""
         return send(kind, self.client, self.model_name)
 
+    def verdict(self) -> Verdict:
+        """The deployment's verdict: readiness's if it failed, else everything wrong since
+        readiness, judged at the first call and kept."""
+        if self._verdict is None:
+            self._settle(self._set_aside_known(self._after_ready(), self._ready_known))
+        assert self._verdict is not None
+        return self._verdict
+
+    @property
+    def judged(self) -> bool:
+        """Whether the verdict was reached (a failed readiness, or verdict() / verify())."""
+        return self._verdict is not None
+
     def verify(self) -> None:
-        """Raise ContractFailure for anything wrong since readiness."""
+        """Raise ContractFailure for anything wrong (the verdict, reached now if not yet)."""
         __tracebackhide__ = True
-        self.verdict_given = True
-        violations: list[Violation] = []
-        for worker in self.workers:
-            if not worker.proc.alive() and worker.role not in self._killed:
-                violations.append(
-                    diagnosis.exited(
-                        worker, self.observer.state(), self.namespace, "nothing (it had registered)"
-                    )
-                )
-        frontend_log = self.frontend.log_since(self.frontend_log_offset) if self.frontend else ""
-        violations += judged.after_ready(
+        self.verdict().raise_if_failed(self.topology.name)
+
+    @property
+    def found(self) -> tuple[Violation, ...]:
+        """Every violation the verdict holds (for the history and the report)."""
+        return self._verdict.violations if self._verdict is not None else ()
+
+    @property
+    def known_seen(self) -> tuple[tuple[Violation, str], ...]:
+        return self._verdict.known if self._verdict is not None else self._ready_known
+
+    def _after_ready(self) -> list[Violation]:
+        state = self.observer.state()
+        violations = [
+            diagnosis.exited(w, state, self.namespace, "nothing (it had registered)")
+            for w in self.processes.exited_unexpectedly()
+        ]
+        return violations + judged.after_ready(
             self.discovery_now(),
             self.namespace,
             self.model_name,
@@ -223,23 +283,118 @@ class Deployment(Launching, Observing):
             self.strays,
             self.client.exchanges,
             self.replies,
-            frontend_log,
+            self.frontend_log.text(),
         )
-        violations = self._without_known(violations)
-        self.verdict_at = time.time()
-        if violations:
-            self.found += violations
-            raise ContractFailure(self.topology.name, violations)
 
-    def _without_known(self, violations: list[Violation]) -> list[Violation]:
+    def _set_aside_known(
+        self, violations: list[Violation], known: tuple[tuple[Violation, str], ...] = ()
+    ) -> Verdict:
         """Set aside the violations this Dynamo release is declared to show (unless strict)."""
-        verdict = set_aside_known(
-            violations, self.topology.known_violations, dynamo_version(), self.strict
+        release = dynamo_env.active().version  # the release the run drives
+        known_here = self.topology.known_violations
+        verdict = set_aside_known(violations, known_here, release, self.plan.strict, self.events)
+        return Verdict(verdict.violations, (*known, *verdict.known))
+
+    def _settle(self, verdict: Verdict) -> None:
+        self._verdict = verdict
+        self.verdict_at = time.time()
+
+    def roster(self) -> Roster:
+        return Roster.of(self.namespace, self.workers)
+
+    def worker(self, role: str) -> Worker:
+        return self.processes.worker(role)
+
+    def records(self, state: DiscoveryState, worker: Worker) -> checks.WorkerRecords:
+        """A worker's keys in this namespace (see checks.records_for)."""
+        return self.roster().records(state, worker)
+
+    def discovery_now(self) -> DiscoveryState:
+        """This namespace's instances and cards, read from etcd directly (no watch lag)."""
+        ns = self.namespace
+        return self.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
+
+    def await_registered(self, role: str, seconds: float) -> bool:
+        """Whether the worker (or stray) serves and has its card(s) within `seconds`."""
+        worker = next(w for w in (*self.workers, *self.strays) if w.role == role)
+        roster = self.roster()
+        return bool(
+            self.observer.wait_for(
+                lambda state: roster.records(state, worker).registered, Deadline(seconds)
+            )
         )
-        self.known_seen += verdict.known
-        return list(verdict.violations)
 
+    def loopback_addresses(self) -> set[str]:
+        """What advertised_addresses() must be: 127.0.0.1 on the TCP request plane; nothing
+        on NATS, where workers are reached by subject, not address."""
+        return {"127.0.0.1"} if self.plan.request_plane == TCP else set()
 
-def dynamo_version() -> str:
-    """The release the run drives (see harness.runtime.dynamo_env)."""
-    return dynamo_env.active().version
+    def listed_models(self) -> set[str]:
+        """The model ids GET /v1/models lists now."""
+        return set(listed_ids(self.client.get("/v1/models").json()))
+
+    def advertised_addresses(self) -> set[str]:
+        """Every IPv4 address the workers advertise in etcd (read directly, now)."""
+        return set().union(
+            *checks.advertised_addresses(self.discovery_now(), self.namespace).values()
+        )
+
+    def card(self, role: str) -> ModelCard | None:
+        return self.records(self.observer.state(), self.worker(role)).card
+
+    def timeline(self) -> list[WorkerTimeline]:
+        return worker_timelines(self.observer, self.roster(), self.listed_at, self.client.exchanges)
+
+    @property
+    def listed_at(self) -> float | None:
+        """Wall time the model first appeared in GET /v1/models (None: not seen listed)."""
+        return self.listing.listed_at
+
+    @property
+    def ready_when_listed(self) -> str:
+        return self.listing.ready_when_listed
+
+    def _progress_sample(self) -> Sample:
+        """Where each worker's start is now (for the live progress lines)."""
+        return sample_start(
+            self.topology.workers,
+            self.plan.start_order,
+            self.roster(),
+            self.observer.state(),
+            self._milestones,
+            listed=self.listing.listed_at is not None,
+            answered=first_answer(list(self.client.exchanges)) is not None,
+        )
+
+    def _stop_progress(self, outcome: str) -> None:
+        if self._ticker is not None:
+            self._ticker.stop(outcome)
+
+    def kill(self, role: str, sig: signal.Signals = signal.SIGKILL) -> None:
+        """See Processes.kill: signal one worker, SIGKILL after its stop grace."""
+        self.processes.kill(role, sig)
+
+    def restart(self, role: str) -> Worker:
+        return self.processes.restart(role)
+
+    def add_stray(self, spec: WorkerSpec) -> Worker:
+        """A worker outside the topology in this namespace: its keys are what the
+        interference check reports, naming it."""
+        return self.processes.add_stray(spec)
+
+    def restart_frontend(self) -> float | None:
+        """Restart this deployment's own frontend (same address) and wait until it lists the
+        model again: seconds from the restart, or None within the list deadline."""
+        started = time.monotonic()
+        self.processes.start_frontend()
+        deadline = Deadline(self.session.settings.list_deadline)
+        listed = await_listing(self.client.base_url, self.model_name, True, deadline)
+        return None if listed is None else listed - started
+
+    def stop(self) -> None:
+        self._stop_progress("stopped before it was ready")
+        self.listing.stop()
+        if self.observer is not self.session.observer:
+            self.observer.stop()
+        self.processes.stop()
+        self.client.close()

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 
-from harness.deployment.worker import Worker
-from harness.discovery.observer import DiscoveryState
-from harness.judge import checks
-from harness.judge.checks import WorkerRecords
-from harness.model.violations import NEVER_REGISTERED, WORKER_EXITED, Violation
-from harness.processes.managed import without_colours
+from discovery_harness.deployment.worker import Worker
+from discovery_harness.discovery.observer import DiscoveryState
+from discovery_harness.judge import checks
+from discovery_harness.judge.checks import WorkerRecords
+from discovery_harness.model.violations import NEVER_REGISTERED, WORKER_EXITED, Violation
+from discovery_harness.processes.managed import without_colours
 
 # Log lines worth reading first: errors and tracebacks, anything about registration or
 # discovery, and the lines an injected fault prints.

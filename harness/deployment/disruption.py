@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from harness.common.deadline import Deadline
-from harness.deployment import Deployment
-from harness.deployment.listing import await_listing
-from harness.serving.http_client import RecordingClient
-from harness.serving.requests import Reply, send
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.deployment.core import Deployment
+from discovery_harness.deployment.listing import await_listing
+from discovery_harness.model.events import relisted_after_restart
+from discovery_harness.serving.http_client import RecordingClient
+from discovery_harness.serving.requests import Reply, send
 
 PROBE_INTERVAL_S = 0.2
 PROBE_LIMIT = 300  # at most this many gap probes, whatever the deadlines
@@ -113,6 +114,10 @@ def come_back(deployment: Deployment, role: str, within_s: float, requests: int 
         registered_at = time.monotonic() if registered else None
         listed = await_listing(
             deployment.client.base_url, deployment.model_name, True, Deadline(within_s)
+        )
+    if listed is not None:  # a known violation's window may start here
+        deployment.events.note(
+            relisted_after_restart(role), time.time() - (time.monotonic() - listed)
         )
     kind = deployment.topology.requests[0]
     replies = [deployment.send(kind) for _ in range(requests)]

@@ -8,9 +8,9 @@ import json
 import re
 from typing import Any
 
-from harness.discovery.observer import DiscoveryState
-from harness.serving.answers import sse_events
-from harness.serving.requests import Reply
+from discovery_harness.discovery.observer import DiscoveryState
+from discovery_harness.serving.answers import sse_events
+from discovery_harness.serving.requests import Reply
 
 _ADDRESS = re.compile(r"(127\.0\.0\.1|localhost):\d+")
 # Fields of OpenAI answers that differ on every call.

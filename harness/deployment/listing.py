@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from harness.common.deadline import Deadline
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.serving.listing import listed_ids
 
 
 @dataclass
@@ -45,8 +46,7 @@ class ListingWatch:
 
     def listed(self, client: httpx.Client) -> bool:
         with contextlib.suppress(httpx.HTTPError, ValueError):
-            data = client.get("/v1/models").json().get("data", [])
-            return any(m.get("id") == self.model_name for m in data)
+            return self.model_name in listed_ids(client.get("/v1/models").json())
         return False
 
     def readiness(self, client: httpx.Client) -> str:
@@ -74,8 +74,7 @@ def await_listing(base_url: str, model_name: str, listed: bool, deadline: Deadli
     with httpx.Client(base_url=base_url, timeout=2.0) as client:
         while True:
             try:
-                data = client.get("/v1/models").json().get("data", [])
-                present = any(m.get("id") == model_name for m in data)
+                present = model_name in listed_ids(client.get("/v1/models").json())
             except (httpx.HTTPError, ValueError):
                 present = False
             if present == listed:

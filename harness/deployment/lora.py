@@ -14,19 +14,20 @@ from pathlib import Path
 
 import httpx
 
-from harness.common.deadline import Deadline
-from harness.deployment import Deployment, Worker
-from harness.discovery.observer import DiscoveryState
-from harness.judge.checks import WorkerView, compare_card, named
-from harness.model.records import ModelCard
-from harness.model.violations import (
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.deployment.core import Deployment
+from discovery_harness.deployment.worker import Worker
+from discovery_harness.discovery.observer import DiscoveryState
+from discovery_harness.judge.checks import WorkerView, compare_card, named
+from discovery_harness.model.records import ModelCard
+from discovery_harness.model.violations import (
     LORA_REFUSED,
     NEVER_REGISTERED,
     REGISTERED_UNEXPECTEDLY,
     ContractFailure,
     Violation,
 )
-from harness.runtime.models import locate
+from discovery_harness.runtime.models import locate
 
 LORA_TIMEOUT_S = 60.0
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.model.topology import Scenario
-from harness.runtime.spawn import FRESH, ZYGOTE
-from harness.runtime.tier import CPU, TierPolicy
+from discovery_harness.model.topology import Scenario
+from discovery_harness.runtime.spawn import FRESH, ZYGOTE
+from discovery_harness.runtime.tier import CPU, TierPolicy
 
 # Which frontend a deployment talks to: the session's, its own from the start, or its own
 # started only once every worker has registered (discovery of what is already there).
@@ -44,11 +44,11 @@ class Planes:
 
 @dataclass(frozen=True)
 class Settings:
-    """The run's tier and deadlines: the tier's defaults (harness.runtime.tier) unless an
+    """The run's tier and deadlines: the tier's defaults (discovery_harness.runtime.tier) unless an
     option sets one."""
 
     tier: TierPolicy = CPU
-    spawn: str = FRESH  # CPU tier: how workers start (harness.runtime.spawn)
+    spawn: str = FRESH  # CPU tier: how workers start (discovery_harness.runtime.spawn)
     register_deadline_s: float | None = None  # None: see register_deadline()
     card_grace_s: float | None = None  # instance without card, once every peer serves
     list_deadline_s: float | None = None  # from the last card to the model in /v1/models

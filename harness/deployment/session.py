@@ -6,12 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.deployment.options import Settings
-from harness.deployment.stops import BackgroundStops
-from harness.discovery.observer import DiscoveryObserver
-from harness.processes.infra import Endpoints
-from harness.runtime.frontend import Frontend
-from harness.runtime.spawn import Zygote
+from discovery_harness.deployment.options import Settings
+from discovery_harness.deployment.stops import BackgroundStops
+from discovery_harness.discovery.observer import DiscoveryObserver
+from discovery_harness.processes.infra import Endpoints
+from discovery_harness.runtime.frontend import Frontend
+from discovery_harness.runtime.spawn import Zygote
 
 
 @dataclass

@@ -1,15 +1,27 @@
-"""When each step of a worker's registration happened, taken from watch events and HTTP."""
+"""A worker's registration marks, defined once: process start, its generate instance's first
+put, its card's first put, the model first listed, and the first answer.
+
+The JUnit timeline, the HTML/Markdown report and the live progress lines all read these, so
+they cannot disagree. The first answer is the first request the frontend answered 200 for
+the model: a readiness probe or a test's request alike (a GET of the listing is no answer).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from harness.deployment.core import Deployment
+from discovery_harness.deployment.roster import Roster
+from discovery_harness.discovery.observer import DiscoveryObserver
+from discovery_harness.serving.http_client import Exchange
 
 
-@dataclass
+def first_answer(exchanges: Iterable[Exchange]) -> Exchange | None:
+    """The first request answered 200 (every request kind is a POST; GETs read listings)."""
+    return next((e for e in exchanges if e.status == 200 and e.method == "POST"), None)
+
+
+@dataclass(frozen=True)
 class WorkerTimeline:
     role: str
     pid: int
@@ -17,7 +29,9 @@ class WorkerTimeline:
     instance_at: float | None = None  # first put of its generate instance key
     card_at: float | None = None  # first put of its model card
     listed_at: float | None = None  # the topology's public model first in /v1/models
-    first_ok_at: float | None = None  # first 200 from the frontend for the model
+    first_ok_at: float | None = None  # the first answer (see first_answer)
+    instance_key: str | None = None
+    card_key: str | None = None
 
     def offsets(self) -> dict[str, float | None]:
         def since(stamp: float | None) -> float | None:
@@ -40,17 +54,18 @@ HEADER = f"{'role':<18} {'pid':>7} " + " ".join(
 )
 
 
-def worker_timelines(deployment: Deployment) -> list[WorkerTimeline]:
-    """Each worker's steps, from the observer's first puts and the client's exchanges."""
-    observer = deployment.observer
+def worker_timelines(
+    observer: DiscoveryObserver,
+    roster: Roster,
+    listed_at: float | None,
+    exchanges: Iterable[Exchange],
+) -> list[WorkerTimeline]:
+    """Each worker's marks, from the observer's first puts and the client's exchanges."""
     state = observer.state()
-    first_ok = next(
-        (e.wall_time for e in deployment.client.exchanges if e.status == 200 and e.after_ready),
-        None,
-    )
+    answered = first_answer(exchanges)
     rows = []
-    for worker in deployment.workers:
-        records = deployment.records(state, worker)
+    for worker in roster.workers:
+        records = roster.records(state, worker)
         instance = observer.first_put(records.generate.key) if records.generate else None
         card = observer.first_put(records.card.key) if records.card else None
         rows.append(
@@ -60,8 +75,10 @@ def worker_timelines(deployment: Deployment) -> list[WorkerTimeline]:
                 started=worker.proc.started_wall,
                 instance_at=instance.wall_time if instance else None,
                 card_at=card.wall_time if card else None,
-                listed_at=deployment.listed_at,
-                first_ok_at=first_ok,
+                listed_at=listed_at,
+                first_ok_at=answered.wall_time if answered else None,
+                instance_key=records.generate.key if instance and records.generate else None,
+                card_key=records.card.key if card and records.card else None,
             )
         )
     return rows

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.model.contract import ExpectedCard
-from harness.model.topology import WorkerSpec
-from harness.processes.loopback import ProcessPorts
-from harness.processes.managed import ManagedProcess
-from harness.serving.model_facts import NO_FACTS, ModelFacts
+from discovery_harness.model.contract import ExpectedCard
+from discovery_harness.model.topology import WorkerSpec
+from discovery_harness.processes.loopback import ProcessPorts
+from discovery_harness.processes.managed import ManagedProcess
+from discovery_harness.serving.model_facts import NO_FACTS, ModelFacts
 
 
 @dataclass

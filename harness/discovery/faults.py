@@ -7,8 +7,8 @@ owns, on a short lease of its own so it cleans itself up.
 
 from __future__ import annotations
 
-from harness.discovery.observer import DiscoveryObserver
-from harness.model.records import ModelCard
+from discovery_harness.discovery.observer import DiscoveryObserver
+from discovery_harness.model.records import ModelCard
 
 ORPHAN_LEASE_TTL_S = 60
 

@@ -1,5 +1,5 @@
 """A live view of Dynamo's discovery state, fed by a watch of its source (etcd, or the file
-store: harness.discovery.sources).
+store: discovery_harness.discovery.sources).
 
 A snapshot fixes where the watch resumes (for etcd, a revision), so the view never misses
 or reorders a write. Waiters block on a condition that each change notifies: a wait returns
@@ -16,9 +16,9 @@ from typing import TypeVar
 
 import etcd3
 
-from harness.common.deadline import Deadline
-from harness.discovery.sources import Change, DiscoverySource, EtcdSource
-from harness.model.records import (
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.discovery.sources import Change, DiscoverySource, EtcdSource
+from discovery_harness.model.records import (
     CARDS_PREFIX,
     INSTANCES_PREFIX,
     Instance,

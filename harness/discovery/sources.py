@@ -1,7 +1,8 @@
 """Where the observer reads Dynamo's discovery keys: etcd, or the file store.
 
 Each source gives a snapshot, a stream of changes after it, and a direct read; the observer
-(harness.discovery.observer) holds the state, the events and the waits for both, so the checks never
+(discovery_harness.discovery.observer) holds the state, the events and the waits for both, so the
+checks never
 know which backend a deployment used.
 
 - etcd: a range read at a revision, then a watch from the next revision.

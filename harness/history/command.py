@@ -1,4 +1,4 @@
-"""`python -m harness history`: every release, then one table (Markdown, JSON and HTML).
+"""`python -m discovery_harness history`: every release, then one table (Markdown, JSON and HTML).
 
 Each release runs in its own pytest process, `-j N` of them at once; a release already in the
 table is kept unless `--rerun` asks for it again (so an interrupted history resumes); a
@@ -16,13 +16,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from harness.history import html, releases, start_paths, table
-from harness.history.run import DEFAULT_ENVS, ROOT, ReleaseRun, environment_for, run_release
-from harness.model.catalogue import Catalogue
-from harness.report.merge import write_merged_reports
-from harness.runtime import dynamo_env
+from discovery_harness.common.exits import USAGE_ERROR
+from discovery_harness.history import html, releases, start_paths, table
+from discovery_harness.history.run import (
+    DEFAULT_ENVS,
+    ReleaseRun,
+    environment_for,
+    run_release,
+)
+from discovery_harness.model.catalogue import Catalogue
+from discovery_harness.report.merge import write_merged_reports
+from discovery_harness.runtime import dynamo_env
 
-USAGE_ERROR = 4
 _say_lock = threading.Lock()
 
 
@@ -75,7 +80,11 @@ def _one_release(
             built = True
             say(f"history: ai-dynamo {release}: building its environment ...")
             try:
-                releases.build(release, lambda line: say(f"history: {release}: {line}"))
+                releases.build(
+                    release,
+                    lambda line: say(f"history: {release}: {line}"),
+                    envs_dir / f"dynamo-{release}",
+                )
             except dynamo_env.DynamoEnvError as failed:
                 return ReleaseRun(release, "-", error=str(failed))
     say(f"history: ai-dynamo {release}: running {len(topologies)} topologies ...")
@@ -109,7 +118,7 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
         print(f"harness history: error: {bad.args[0] if bad.args else bad}", file=sys.stderr)
         return USAGE_ERROR
     envs_dir = Path(args.envs_dir) if args.envs_dir else DEFAULT_ENVS
-    out_dir = Path(args.out) if args.out else ROOT / "reports" / "history"
+    out_dir = Path(args.out) if args.out else Path("reports") / "history"
     out_dir.mkdir(parents=True, exist_ok=True)
     kept = _previous(out_dir)
     # Per release, the topologies the table does not hold yet (all of them with --rerun).

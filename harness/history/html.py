@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from harness.history import table
-from harness.history.run import ReleaseRun
-from harness.history.start_paths import CORRECT, StartPathRow
+from discovery_harness.history import table
+from discovery_harness.history.run import ReleaseRun
+from discovery_harness.history.start_paths import CORRECT, StartPathRow
 
 _STYLE = """
 body{font:14px system-ui,sans-serif;margin:2em;color:#222}

@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from harness.model.violations import Violation
-from harness.serving.requests import Reply
+from discovery_harness.model.violations import Violation
+from discovery_harness.serving.requests import Reply
 
 REQUEST, VIOLATION = "history.request", "history.violation"
 

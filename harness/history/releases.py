@@ -8,31 +8,30 @@ run needs it, its progress lines passed through with the release's name in front
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from packaging.version import Version
 
-from harness.runtime import dynamo_env
-
-ROOT = Path(__file__).resolve().parents[2]
-REQUIREMENTS = ROOT / "ci" / "requirements" / "releases"
-SETUP = ROOT / "ci" / "setup.sh"
+from discovery_harness.common import locations
+from discovery_harness.runtime import dynamo_env
 
 
 class UnknownRelease(ValueError):
     """A release the project has no requirements for: a usage error, before anything runs."""
 
 
-def known(requirements: Path = REQUIREMENTS) -> list[str]:
+def known(requirements: Path | None = None) -> list[str]:
     """Every release the history can run, oldest first."""
+    requirements = requirements or locations.requirements_dir() / "releases"
     found = {p.name for p in requirements.iterdir() if (p / "runtime.txt").is_file()}
     found.add(dynamo_env.own().version)
     return sorted(found, key=Version)
 
 
-def parse(text: str, requirements: Path = REQUIREMENTS) -> list[str]:
+def parse(text: str, requirements: Path | None = None) -> list[str]:
     """`--releases` as a list, oldest first ("all": every known one); UnknownRelease names
     the ones there are."""
     if text.strip() == "all":
@@ -54,11 +53,12 @@ def ordered(releases: Iterable[str]) -> list[str]:
     return sorted(releases, key=Version)
 
 
-def build(release: str, say: Callable[[str], None]) -> None:
-    """`ci/setup.sh --dynamo RELEASE` (a no-op when built), each progress line through say."""
+def build(release: str, say: Callable[[str], None], target: Path) -> None:
+    """`ci/setup.sh --dynamo RELEASE` into target (a no-op when built), each progress line
+    through say. The script and its requirements are the installed package's."""
     with subprocess.Popen(
-        ["bash", str(SETUP), "--dynamo", release],
-        cwd=ROOT,
+        ["bash", str(locations.ci_dir() / "setup.sh"), "--dynamo", release],
+        env={**os.environ, "HARNESS_VENV": str(target)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

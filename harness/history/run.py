@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
-from harness.history.record import ItemFindings
-from harness.runtime import dynamo_env, gpus
+from discovery_harness.common import locations
+from discovery_harness.history.record import ItemFindings
+from discovery_harness.runtime import dynamo_env, gpus
 
-ROOT = Path(__file__).resolve().parents[2]
-CONFORMANCE_TESTS = "scenarios/test_topologies.py"
 CONFORMANCE_TEST = "test_registers_and_serves"
-DEFAULT_ENVS = ROOT / ".venvs"
+DEFAULT_ENVS = Path(".venvs").absolute()  # where ci/setup.sh --dynamo builds, run from here
 
 
 @dataclass
@@ -56,12 +55,13 @@ def run_release(
         )
     junit = out_dir / f"junit-{release}.xml"
     log = out_dir / f"pytest-{release}.log"
-    items = [f"{CONFORMANCE_TESTS}::{CONFORMANCE_TEST}[{name}]" for name in topologies]
+    tests = str(locations.conformance_tests())
+    items = [f"{tests}::{CONFORMANCE_TEST}[{name}]" for name in topologies]
     argv = [
         sys.executable,
         "-m",
         "pytest",
-        *(items or [CONFORMANCE_TESTS]),
+        *(items or [tests]),
         "--dynamo-env",
         env.python,
         "--probe-after-failure",
@@ -81,7 +81,6 @@ def run_release(
     with log.open("w") as sink:
         done = subprocess.run(
             argv,
-            cwd=ROOT,
             stdout=sink,
             stderr=subprocess.STDOUT,
             check=False,

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harness.history.run import ReleaseRun
-from harness.history.table import REGISTRATION_KINDS
-from harness.model.catalogue import Catalogue
-from harness.model.topology import UnsupportedRelease
-from harness.model.violations import WORKER_EXITED
+from discovery_harness.history.run import ReleaseRun
+from discovery_harness.history.table import REGISTRATION_KINDS
+from discovery_harness.model.catalogue import Catalogue
+from discovery_harness.model.topology import UnsupportedRelease
+from discovery_harness.model.violations import WORKER_EXITED
 
 # A worker that died before registering did not register as contracted either.
 BROKEN_REGISTRATION = REGISTRATION_KINDS | {WORKER_EXITED}
@@ -60,8 +60,8 @@ def rows(runs: Sequence[ReleaseRun], catalogue: Catalogue) -> list[StartPathRow]
     for path in sorted(seen):
         row = StartPathRow(path)
         for run in runs:
-            problems = seen[path].get(run.release)
-            row.cells[run.release] = "" if problems is None else _cell(problems)
+            found = seen[path].get(run.release)
+            row.cells[run.release] = "" if found is None else _cell(found)
         table.append(row)
     return table
 

@@ -11,16 +11,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from harness.history.record import ItemFindings
-from harness.history.run import ReleaseRun
-from harness.model.violations import (
+from discovery_harness.history.record import ItemFindings
+from discovery_harness.history.run import ReleaseRun
+from discovery_harness.model.violations import (
     CARD_WITHOUT_INSTANCE,
     INTERNAL_ADVERTISED,
     NEVER_REGISTERED,
     REGISTERED_UNEXPECTEDLY,
     WRONG_CARD,
 )
-from harness.serving.shapes import DEFAULT
+from discovery_harness.serving.shapes import DEFAULT
 
 # Violations about what etcd holds (the rest are about serving, processes or the frontend).
 REGISTRATION_KINDS = frozenset(

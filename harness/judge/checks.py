@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.discovery.observer import DiscoveryState
-from harness.model.contract import EMPTY, ExpectedCard
-from harness.model.records import Instance, ModelCard
-from harness.model.violations import (
+from discovery_harness.discovery.observer import DiscoveryState
+from discovery_harness.model.contract import EMPTY, ExpectedCard
+from discovery_harness.model.records import Instance, ModelCard
+from discovery_harness.model.violations import (
     BAD_RESPONSE,
     CARD_WITHOUT_INSTANCE,
     INCOMPATIBLE_WORKERS,
@@ -27,7 +27,7 @@ from harness.model.violations import (
     WRONG_CARD,
     Violation,
 )
-from harness.serving.http_client import Exchange
+from discovery_harness.serving.http_client import Exchange
 
 GENERATE_ENDPOINT = "generate"
 INCOMPATIBLE_MARKER = "Rejected incompatible workers"
@@ -36,10 +36,17 @@ INCOMPATIBLE_MARKER = "Rejected incompatible workers"
 class WorkerView(Protocol):
     """What the checks need to know of a running worker."""
 
-    role: str
-    component: str
-    expected: ExpectedCard | None  # None: it must not register
-    internal_endpoint: bool  # with expected None: serves its peers, publishes no card
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def component(self) -> str: ...
+
+    @property
+    def expected(self) -> ExpectedCard | None: ...  # None: it must not register
+
+    @property
+    def internal_endpoint(self) -> bool: ...  # with expected None: serves peers, no card
 
     @property
     def pid(self) -> int: ...
@@ -57,7 +64,7 @@ class WorkerView(Protocol):
 def named(worker: WorkerView) -> str:
     """`worker 'mm-worker' (pid 123, start path init_multimodal_worker)`: the start path is
     where to read Dynamo's code."""
-    paths = ", ".join(getattr(worker, "start_paths", ())) or "?"
+    paths = ", ".join(worker.start_paths) or "?"
     return f"worker '{worker.role}' ({_identity(worker)}, start path {paths})"
 
 
@@ -316,6 +323,7 @@ def bad_exchanges(exchanges: list[Exchange]) -> list[Violation]:
                 None,
                 f"{len(unavailable)} response(s) with 503 after the topology was ready:\n"
                 + "\n".join(f"    {e.describe()}" for e in unavailable),
+                at=tuple(e.wall_time for e in unavailable),
             )
         )
     errors = [e for e in after if e.status >= 400 and e.status != 503]
@@ -352,8 +360,8 @@ def interference(
     by_id = {i.instance_id: i for i in instances}
     for card in state.cards(namespace):
         if card.instance_id not in our_ids:
-            instance = by_id.get(card.instance_id)
-            who = _who(instance, known_strays) if instance else f"instance {card.instance_id:x}"
+            owner = by_id.get(card.instance_id)
+            who = _who(owner, known_strays) if owner else f"instance {card.instance_id:x}"
             foreign.setdefault(who, []).append(card.key)
     return [
         Violation(

@@ -23,7 +23,7 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.model.catalogue import Catalogue
+from discovery_harness.model.catalogue import Catalogue
 
 WORKER_FUNCTION = "worker"
 GATEWAY_CHILD, SNAPSHOT, FAILOVER = "gateway_child", "snapshot_restore", "failover_standby"

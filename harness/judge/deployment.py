@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.discovery.observer import DiscoveryState
-from harness.judge import checks
-from harness.judge.checks import WorkerRecords, WorkerView
-from harness.model.contract import ExpectedCard
-from harness.model.records import Instance
-from harness.model.violations import BAD_CONTENT, LISTED_EARLY, Violation
-from harness.serving.http_client import Exchange
-from harness.serving.requests import Reply
+from discovery_harness.discovery.observer import DiscoveryState
+from discovery_harness.judge import checks
+from discovery_harness.judge.checks import WorkerRecords, WorkerView
+from discovery_harness.model.contract import ExpectedCard
+from discovery_harness.model.records import Instance
+from discovery_harness.model.violations import BAD_CONTENT, LISTED_EARLY, Violation
+from discovery_harness.serving.http_client import Exchange
+from discovery_harness.serving.requests import Reply
 
 NOT_READY_STATUSES = (404, 503)  # "not ready yet" from the frontend; after listing, a fault
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.discovery.observer import DiscoveryState
-from harness.judge import checks
-from harness.judge.modes import FoundWorker, Recognition, recognise
-from harness.judge.verdict import Verdict
-from harness.model.contract import EMPTY, ExpectedCard
-from harness.model.records import CARDS_PREFIX
-from harness.model.topology import Topology
-from harness.model.violations import (
+from discovery_harness.discovery.observer import DiscoveryState
+from discovery_harness.judge import checks
+from discovery_harness.judge.modes import FoundWorker, Recognition, recognise
+from discovery_harness.judge.verdict import Verdict
+from discovery_harness.model.contract import EMPTY, ExpectedCard
+from discovery_harness.model.records import CARDS_PREFIX
+from discovery_harness.model.topology import Topology
+from discovery_harness.model.violations import (
     BAD_RESPONSE,
     LISTED_EARLY,
     NEEDS_UNMET,
@@ -28,7 +28,7 @@ from harness.model.violations import (
     STATUS_503,
     Violation,
 )
-from harness.serving.requests import Reply
+from discovery_harness.serving.requests import Reply
 
 GENERATE = checks.GENERATE_ENDPOINT
 INTERNAL_TYPES = {EMPTY, "Prefill"}  # model types the frontend does not advertise
@@ -204,10 +204,10 @@ def _as_contract(worker: FoundWorker) -> ExpectedCard:
     card = worker.card
     assert card is not None
     return ExpectedCard(
-        card.model_type,
-        card.model_input,
-        card.worker_type,
-        card.needs,
+        model_type=card.model_type,
+        model_input=card.model_input,
+        worker_type=card.worker_type,
+        needs=card.needs,
         public=card.model_type not in INTERNAL_TYPES,
     )
 

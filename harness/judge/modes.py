@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harness.judge.checks import compare_card
-from harness.model.contract import ExpectedCard
-from harness.model.records import Instance, ModelCard
-from harness.model.topology import Topology, WorkerSpec
+from discovery_harness.judge.checks import compare_card
+from discovery_harness.model.contract import ExpectedCard
+from discovery_harness.model.records import Instance, ModelCard
+from discovery_harness.model.topology import Topology, WorkerSpec
 
 UNEXPLAINED_PENALTY = 2
 
@@ -48,6 +48,14 @@ class FoundWorker:
     @property
     def registrants(self) -> int:
         return 1
+
+    @property
+    def internal_endpoint(self) -> bool:
+        return False  # a found worker serves a generate endpoint of its own
+
+    @property
+    def start_paths(self) -> tuple[str, ...]:
+        return ()  # not known from discovery
 
     @property
     def identity(self) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from harness.model.topology import KnownViolation
-from harness.model.violations import ContractFailure, Violation
+from discovery_harness.model.events import Events
+from discovery_harness.model.topology import KnownViolation
+from discovery_harness.model.violations import ContractFailure, Violation
 
 CONFORMANT, FAILED, KNOWN = "conformant", "failed", "known-violations"
 
@@ -36,25 +37,34 @@ def set_aside_known(
     declared: Iterable[KnownViolation],
     version: str,
     strict: bool = False,
+    events: Events | None = None,
 ) -> Verdict:
     """The violations of this release that the catalogue declares known are reported apart
-    (not failed), unless strict (self-tests see them)."""
+    (not failed), unless strict (self-tests see them). A declaration with a window excuses a
+    violation only when every occurrence lies inside it (`events`: the deployment's)."""
     declared = tuple(declared)
+    events = events or Events()
     kept: list[Violation] = []
     known: list[tuple[Violation, str]] = []
     for violation in violations:
         match = None
         if not strict:
-            match = next(
-                (
-                    k
-                    for k in declared
-                    if k.covers(violation.kind, violation.shape) and k.applies_to(version)
-                ),
-                None,
-            )
+            match = next((k for k in declared if _excuses(k, violation, version, events)), None)
         if match is None:
             kept.append(violation)
         else:
-            known.append((violation, match.reason))
+            known.append((violation, _reason(match)))
     return Verdict(tuple(kept), tuple(known))
+
+
+def _excuses(known: KnownViolation, violation: Violation, version: str, events: Events) -> bool:
+    if not known.covers(violation.kind, violation.shape) or not known.applies_to(version):
+        return False
+    window = known.window
+    return window is None or window.covers(violation.at, events.times(window.after))
+
+
+def _reason(known: KnownViolation) -> str:
+    where = f" ({known.window.describe()})" if known.window else ""
+    cites = f" [{', '.join(known.cites)}]" if known.cites else ""
+    return f"{known.reason}{where}{cites}"

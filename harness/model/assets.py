@@ -19,7 +19,7 @@ ASSET_KEYS = (
 def cpu_assets(root: Path) -> dict[str, Path]:
     """Tiny local model dirs of each GPU-tier model's architecture: no download, generated in
     well under a second."""
-    from workers.tiny_models import (
+    from discovery_harness_workers.tiny_models import (
         write_cross_encoder_model,
         write_diffusion_llm_model,
         write_diffusion_model,

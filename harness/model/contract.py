@@ -14,7 +14,7 @@ CHAT_IMAGES = "Chat | Images"
 VIDEOS = "Videos"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ExpectedCard:
     model_type: str
     model_input: str | None  # None: not part of this contract

@@ -5,24 +5,48 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from harness.model.contract import ExpectedCard
+from discovery_harness.model.contract import ExpectedCard
 
-# Which request shapes a topology sends (harness.serving.shapes): each kind's cheap ones, or
-# every one (where the kind is best exercised; the default run keeps its time).
+# Which request shapes a topology sends (discovery_harness.serving.shapes): each kind's cheap
+# ones, or every one (where the kind is best exercised; the default run keeps its time).
 CHEAP_SHAPES, EVERY_SHAPE = "cheap", "every"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class KnownWindow:
+    """Where a known violation is excused: only what happened within `seconds` after an event
+    the deployment recorded (its name, see discovery_harness.model.events). The same violation
+    outside
+    that window, or with no time to place it, fails like any other."""
+
+    after: str  # e.g. "relisted after restarting prefill"
+    seconds: float
+
+    def covers(self, at: tuple[float, ...], events: tuple[float, ...]) -> bool:
+        """Every occurrence lies within the window after one of the event's times."""
+        return bool(at) and all(
+            any(0 <= stamp - start <= self.seconds for start in events) for stamp in at
+        )
+
+    def describe(self) -> str:
+        return f"within {self.seconds:g} s after '{self.after}'"
+
+
+@dataclass(frozen=True, kw_only=True)
 class KnownViolation:
     """A violation a Dynamo release is known to show for a topology: reported, not failed.
 
     Like a conformance profile: the release declares what it does not (yet) meet, so the
-    suite stays green on it while every report still shows the finding.
+    suite stays green on it while every report still shows the finding. With a `window`, only
+    inside it (an intermittent violation of a measured, cited window); `cites` names the
+    upstream threads it matches.
     """
 
     kind: str
     dynamo_versions: tuple[str, ...]
     reason: str
+    window: KnownWindow | None = None
+    cites: tuple[str, ...] = ()
     # Only the violations of this request shape (a label like "image[n-2]"); None: any.
     shape: str | None = None
 
@@ -33,17 +57,18 @@ class KnownViolation:
         return kind == self.kind and (self.shape is None or shape == self.shape)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkerSpec:
     role: str  # names the worker in every message
-    flags: tuple[str, ...]  # dynamo.sglang argv besides model, name, namespace, ports
-    model: str  # asset key: see harness.model.assets.ASSET_KEYS
+    flags: tuple[str, ...] = ()  # dynamo.sglang argv besides model, name, namespace, ports
+    model: str  # asset key: see discovery_harness.model.assets.ASSET_KEYS
     component: str  # the discovery component its generate endpoint lives in
     # What each registering process of this worker must register; None: this process must
     # not register at all (a multi-node follower, a gateway leader): any instance or card
     # it writes is a violation.
     card: ExpectedCard | None
-    # The dynamo.sglang start paths this worker takes (see harness.judge.coverage): the guard
+    # The dynamo.sglang start paths this worker takes (see discovery_harness.judge.coverage): the
+    # guard
     # fails when an installed start path is in no worker's list and not exempt.
     start_paths: tuple[str, ...] = ("init_decode",)
     # How many processes of this worker's tree register `card` (a gateway leader's children
@@ -68,7 +93,7 @@ class WorkerSpec:
         return self.card is not None and self.registrants > 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkerPlacement:
     """Where one worker runs in a GPU layout, and the caps that let it share its GPU."""
 
@@ -79,7 +104,7 @@ class WorkerPlacement:
     env: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Placement:
     """One way to lay a topology on GPUs. The 1-GPU layout is the packed one; the CPU tier
     runs its command lines, so every commit exercises the flags GPU runners use."""
@@ -101,10 +126,10 @@ class Placement:
     def of(self, role: str) -> WorkerPlacement:
         """The role's placement; a process outside the topology (a stray an edge test starts)
         gets no caps, on the layout's first GPU."""
-        return next((w for w in self.workers if w.role == role), WorkerPlacement(role, 0))
+        return next((w for w in self.workers if w.role == role), WorkerPlacement(role=role, gpu=0))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuProfile:
     """How the GPU tier runs a topology: its layouts, and whether it is nightly-only there."""
 
@@ -120,7 +145,7 @@ class GpuProfile:
         return min(self.placements, key=lambda p: p.gpus)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Era:
     """How a topology is deployed and what it must register in an older range of Dynamo
     releases (their flags, workers and cards differ), or why it has no such deployment."""
@@ -160,11 +185,11 @@ class UnsupportedRelease(LookupError):
     """The topology has no deployment declared for this Dynamo release."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Topology:
     name: str
     workers: tuple[WorkerSpec, ...]
-    requests: tuple[str, ...]  # request kinds, see harness.serving.requests
+    requests: tuple[str, ...]  # request kinds, see discovery_harness.serving.requests
     gpu: GpuProfile
     shapes: str = CHEAP_SHAPES  # of each kind in requests: CHEAP_SHAPES or EVERY_SHAPE
     marks: tuple[str, ...] = ()  # pytest markers beyond the common ones
@@ -187,13 +212,6 @@ class Topology:
     # Asset keys the scenario uses besides its workers' models (a LoRA adapter it loads at
     # runtime): fetched and required like the models on the GPU tier.
     assets: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.shapes not in (CHEAP_SHAPES, EVERY_SHAPE):
-            raise ValueError(
-                f"topology {self.name}: shapes {self.shapes!r}, expected {CHEAP_SHAPES!r} or "
-                f"{EVERY_SHAPE!r}"
-            )
 
     @property
     def asset_keys(self) -> tuple[str, ...]:

@@ -30,10 +30,16 @@ class Violation:
     # What backs it up at length (a worker's log lines and the log's path): printed after
     # every violation's message, so the first screen of a failure is the violations.
     evidence: str = ""
+    # When it happened (wall times of each occurrence, e.g. each 503's answer): what a known
+    # violation's window is checked against; () where no single moment applies.
+    at: tuple[float, ...] = ()
     shape: str | None = None  # a bad answer's request shape ("image[n-2]")
 
     def __str__(self) -> str:
         return f"[{self.kind}] {self.message}"
+
+    # A list of violations in a failing assertion reads as the violations, not as fields.
+    __repr__ = __str__
 
 
 class ContractFailure(AssertionError):
@@ -58,3 +64,17 @@ class ContractFailure(AssertionError):
 
     def find(self, kind: str, role: str | None = None) -> list[Violation]:
         return [v for v in self.violations if v.kind == kind and (role is None or v.role == role)]
+
+
+class ContractFailures(ContractFailure):
+    """Several deployments' failures at once (a test's teardown reports every one)."""
+
+    def __init__(self, failures: list[ContractFailure]) -> None:
+        AssertionError.__init__(self, "\n\n".join(str(f) for f in failures))
+        self.topology = ", ".join(dict.fromkeys(f.topology for f in failures))
+        self.violations = [v for f in failures for v in f.violations]
+        self.failures = list(failures)
+
+    @classmethod
+    def of(cls, failures: list[ContractFailure]) -> ContractFailure:
+        return failures[0] if len(failures) == 1 else cls(failures)

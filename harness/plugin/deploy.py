@@ -3,6 +3,7 @@ start a topology, wait until it is ready, give every deployment a verdict and st
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -11,21 +12,21 @@ from typing import Any
 
 import pytest
 
-from harness.deployment import Deployment, Session, Settings
-from harness.discovery.observer import DiscoveryObserver
-from harness.history import record
-from harness.model.topology import Scenario, Topology
-from harness.model.violations import ContractFailure
-from harness.plugin.session import FAULTS_KEY
-from harness.processes.infra import Endpoints
-from harness.processes.infra.local_process import LocalProcessProvider
-from harness.report import pytest_run as report_run
-from harness.report.observed import from_deployment
-from harness.report.pytest_run import KNOWN_VIOLATION, TIMELINE_ROW
-from harness.runtime import spawn
-from harness.runtime.frontend import start_frontend
-from harness.runtime.model_source import ModelSource
-from harness.serving.requests import Reply
+from discovery_harness.deployment import Deployment, Session, Settings
+from discovery_harness.deployment import session_setup as setup
+from discovery_harness.history import record
+from discovery_harness.model.topology import Scenario, Topology
+from discovery_harness.model.violations import ContractFailure, ContractFailures
+from discovery_harness.plugin.options import value as option_value
+from discovery_harness.plugin.session import FAULTS_KEY
+from discovery_harness.processes.infra import Endpoints
+from discovery_harness.processes.infra.local_process import LocalProcessProvider
+from discovery_harness.report import pytest_run as report_run
+from discovery_harness.report.observed import from_deployment
+from discovery_harness.report.pytest_run import KNOWN_VIOLATION, TIMELINE_ROW
+from discovery_harness.runtime import spawn
+from discovery_harness.runtime.model_source import ModelSource
+from discovery_harness.serving.requests import Reply
 
 DeployFn = Callable[..., Deployment]
 
@@ -77,7 +78,7 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
         try:
             return deployment.start().await_ready()
         except ContractFailure:
-            if request.config.getoption("probe_after_failure"):
+            if option_value(request.config, "probe_after_failure"):
                 _probe(deployment)
             raise
 
@@ -87,21 +88,37 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
         yield _Deploy(_deploy)
     finally:
         for deployment in started:
-            _record_timeline(request, deployment)
-            if not deployment.verdict_given:  # the test body never got to verify(), or raised
-                try:
-                    deployment.verify()
-                except ContractFailure as failure:
+            try:
+                failure = _verdict_at_teardown(deployment)
+                if failure is not None:
                     failures.append(failure)
-            properties = request.node.user_properties
-            properties += record.reply_properties(deployment.replies)
-            properties += record.violation_properties(deployment.found)
-            properties.append(
-                report_run.deployment_property(from_deployment(deployment, request.node.nodeid))
-            )
-            session.stops.submit(deployment.namespace, deployment.stop)
+                _record(request, deployment)
+            finally:
+                session.stops.submit(deployment.namespace, deployment.stop)
     if failures:
-        raise failures[0]
+        raise ContractFailures.of(failures)
+
+
+def _verdict_at_teardown(deployment: Deployment) -> ContractFailure | None:
+    """The failure to report at teardown: the verdict of a deployment whose test body never
+    reached one (no verify(), or it raised first). Every failing deployment's is reported."""
+    unseen = not deployment.judged
+    verdict = deployment.verdict()
+    if unseen and verdict.violations:
+        return ContractFailure(deployment.topology.name, list(verdict.violations))
+    return None
+
+
+def _record(request: pytest.FixtureRequest, deployment: Deployment) -> None:
+    """The deployment's timeline, answers, violations and report entry, into the test's
+    report (JUnit properties; xdist carries them to the controller)."""
+    _record_timeline(request, deployment)
+    properties = request.node.user_properties
+    properties += record.reply_properties(deployment.replies)
+    properties += record.violation_properties(deployment.found)
+    properties.append(
+        report_run.deployment_property(from_deployment(deployment, request.node.nodeid))
+    )
 
 
 def _probe(deployment: Deployment) -> None:
@@ -136,20 +153,24 @@ def isolated_infra(
         pytest.skip("infra disruptions run on the CPU tier (local etcd and nats-server)")
     workdir = tmp_path_factory.mktemp("isolated")
     provider = LocalProcessProvider()
-    endpoints = provider.start(workdir / "infra")
-    observer = DiscoveryObserver(endpoints.etcd).start()
-    frontend = start_frontend(endpoints, workdir, harness_scratch, harness_settings.tier)
     settings = dataclasses.replace(harness_settings, spawn=spawn.FRESH)
-    session = Session(
-        endpoints, frontend, observer, models.path_for, workdir, settings, harness_scratch
-    )
-    try:
+    with contextlib.ExitStack() as stack:
+        endpoints = setup.start_infra(stack, provider, workdir)
+        observer = setup.start_observer(stack, endpoints)
+        frontend = setup.start_session_frontend(
+            stack, endpoints, workdir, harness_scratch, settings
+        )
+        session = setup.assemble(
+            stack,
+            endpoints=endpoints,
+            frontend=frontend,
+            observer=observer,
+            models=models.path_for,
+            workdir=workdir,
+            settings=settings,
+            scratch=harness_scratch,
+        )
         yield IsolatedInfra(provider, endpoints, session)
-    finally:
-        session.stops.drain()
-        frontend.proc.stop(grace=10)
-        observer.stop()
-        provider.stop()
 
 
 @pytest.fixture

@@ -3,33 +3,34 @@ and the deployment session every `deploy` shares."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from harness.deployment import Session, Settings
-from harness.discovery.observer import DiscoveryObserver
-from harness.plugin.session import GPU_SHARE_KEY, PROGRESS_KEY, SPAWN_KEY, chosen_tier
-from harness.processes.infra import Endpoints, select_provider
-from harness.runtime import spawn
-from harness.runtime.frontend import start_frontend
-from harness.runtime.launch import template_env
-from harness.runtime.model_source import ModelSource, model_source
-
-ROOT = Path(__file__).resolve().parents[2]
+from discovery_harness.deployment import Session, Settings
+from discovery_harness.deployment import session_setup as setup
+from discovery_harness.discovery.observer import DiscoveryObserver
+from discovery_harness.plugin import options, scope
+from discovery_harness.plugin.session import GPU_SHARE_KEY, PROGRESS_KEY, SPAWN_KEY, chosen_tier
+from discovery_harness.processes.infra import Endpoints, select_provider
+from discovery_harness.runtime import spawn
+from discovery_harness.runtime.model_source import ModelSource, model_source
 
 
 @pytest.fixture(autouse=True)
-def _process_environment_kept() -> Iterator[None]:
+def _process_environment_kept(request: pytest.FixtureRequest) -> Iterator[None]:
     """What a test (or a library it loads: torch sets TORCHINDUCTOR_CACHE_DIR when it loads a
     model) leaves in os.environ ends with the test. Every process the harness starts inherits
     os.environ, and a forked worker must match the template in what it read at import: without
     this, a worker's environment would depend on which tests ran before it (and so on xdist's
-    scheduling). Session fixtures are set up before this snapshot, so theirs stays."""
+    scheduling). Session fixtures are set up before this snapshot, so theirs stays. Another
+    suite's tests are left as they are (plugin.scope)."""
+    if not scope.is_marked_own(request.node):
+        yield
+        return
     saved = dict(os.environ)
     try:
         yield
@@ -44,9 +45,9 @@ def harness_settings(pytestconfig: pytest.Config) -> Settings:
     return Settings(
         tier=chosen_tier(pytestconfig),
         spawn=pytestconfig.stash[SPAWN_KEY],
-        register_deadline_s=pytestconfig.getoption("register_deadline"),
-        card_grace_s=pytestconfig.getoption("card_grace"),
-        list_deadline_s=pytestconfig.getoption("list_deadline"),
+        register_deadline_s=options.value(pytestconfig, "register_deadline"),
+        card_grace_s=options.value(pytestconfig, "card_grace"),
+        list_deadline_s=options.value(pytestconfig, "list_deadline"),
     )
 
 
@@ -58,36 +59,27 @@ def harness_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def harness_scratch() -> Iterator[Path]:
     """A short private temp root for worker TMPDIRs (IPC socket paths are length-limited)."""
-    path = Path(tempfile.mkdtemp(prefix="dh-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    with contextlib.ExitStack() as stack:
+        yield setup.scratch_dir(stack)
 
 
 @pytest.fixture(scope="session")
 def infra_endpoints(pytestconfig: pytest.Config, harness_workdir: Path) -> Iterator[Endpoints]:
-    provider = select_provider(pytestconfig.getoption("infra"))
-    endpoints = provider.start(harness_workdir / "infra")
-    try:
-        yield endpoints
-    finally:
-        provider.stop()
+    with contextlib.ExitStack() as stack:
+        provider = select_provider(options.value(pytestconfig, "infra"))
+        yield setup.start_infra(stack, provider, harness_workdir)
 
 
 @pytest.fixture(scope="session")
 def discovery_observer(infra_endpoints: Endpoints) -> Iterator[DiscoveryObserver]:
-    observer = DiscoveryObserver(infra_endpoints.etcd).start()
-    try:
-        yield observer
-    finally:
-        observer.stop()
+    with contextlib.ExitStack() as stack:
+        yield setup.start_observer(stack, infra_endpoints)
 
 
 @pytest.fixture(scope="session")
 def models(pytestconfig: pytest.Config, harness_workdir: Path) -> ModelSource:
     return model_source(
-        chosen_tier(pytestconfig), pytestconfig.getoption("model"), harness_workdir / "models"
+        chosen_tier(pytestconfig), options.value(pytestconfig, "model"), harness_workdir / "models"
     )
 
 
@@ -103,17 +95,8 @@ def worker_template(
     if pytestconfig.stash[SPAWN_KEY] != spawn.ZYGOTE:
         yield None
         return
-    env = template_env(
-        infra_endpoints.etcd,
-        infra_endpoints.nats,
-        harness_scratch / "hf",
-        harness_scratch / "zygote",
-    )
-    zygote = spawn.Zygote(env, harness_workdir / "zygote.log", ROOT).start()
-    try:
-        yield zygote
-    finally:
-        zygote.stop()
+    with contextlib.ExitStack() as stack:
+        yield setup.start_template(stack, infra_endpoints, harness_workdir, harness_scratch)
 
 
 @pytest.fixture(scope="session")
@@ -127,26 +110,21 @@ def harness_session(
     worker_template: spawn.Zygote | None,
     pytestconfig: pytest.Config,
 ) -> Iterator[Session]:
-    frontend = start_frontend(
-        infra_endpoints, harness_workdir, harness_scratch, harness_settings.tier
-    )
-    session: Session | None = None
-    try:
-        session = Session(
-            infra_endpoints,
-            frontend,
-            discovery_observer,
-            models.path_for,
-            harness_workdir,
-            harness_settings,
-            harness_scratch,
+    with contextlib.ExitStack() as stack:
+        frontend = setup.start_session_frontend(
+            stack, infra_endpoints, harness_workdir, harness_scratch, harness_settings
+        )
+        yield setup.assemble(
+            stack,
+            endpoints=infra_endpoints,
+            frontend=frontend,
+            observer=discovery_observer,
+            models=models.path_for,
+            workdir=harness_workdir,
+            settings=harness_settings,
+            scratch=harness_scratch,
+            spawner=worker_template,
             gpu_share=pytestconfig.stash[GPU_SHARE_KEY],
             progress=pytestconfig.stash[PROGRESS_KEY],
-            progress_heartbeat_s=pytestconfig.getoption("progress_heartbeat"),
-            spawner=worker_template,
+            progress_heartbeat_s=options.value(pytestconfig, "progress_heartbeat"),
         )
-        yield session
-    finally:
-        if session is not None:
-            session.stops.drain()
-        frontend.proc.stop(grace=10)

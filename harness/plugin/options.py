@@ -9,15 +9,17 @@ tier, `--inject-fault` on the GPU tier) is refused instead of silently doing not
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
+from typing import Any
 
 import pytest
 
-from harness.model import catalogue
-from harness.model.topology import Topology
-from harness.processes.infra import PROVIDERS
-from harness.report import pytest_run as report_run
-from harness.runtime import spawn, tier
+from discovery_harness.model import catalogue
+from discovery_harness.model.topology import Topology
+from discovery_harness.plugin import scope
+from discovery_harness.processes.infra import PROVIDERS
+from discovery_harness.report import pytest_run as report_run
+from discovery_harness.runtime import spawn, tier
 
 GROUP = "discovery-harness"
 # Every environment variable a user may set instead of (or beside) an option.
@@ -28,7 +30,8 @@ ENV_VARIABLES = {
     "HARNESS_PORT_RANGE": "default of --port-range",
     "HARNESS_PROGRESS": "default of --progress",
     "HARNESS_DYNAMO_ENV": "set by --dynamo-env: the release environment's python",
-    "HARNESS_CATALOGUE": "the catalogue module (default scenarios.catalogue)",
+    "HARNESS_CATALOGUE": "the catalogue module (default discovery_harness_scenarios.catalogue)",
+    "HARNESS_CUDA_INIT": "the GPU probe's CUDA init answer, given as JSON (tests without a GPU)",
     "HARNESS_ETCD_IMAGE, HARNESS_NATS_IMAGE": "the images of --infra docker",
     "ETCD_ENDPOINTS, NATS_SERVER": "--infra external (auto takes them when both are set)",
 }
@@ -48,7 +51,7 @@ def _flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
-GROUP_TITLE = "discovery harness (the suite: python -m harness conformance --help)"
+GROUP_TITLE = "discovery harness (the suite: python -m discovery_harness conformance --help)"
 
 
 def help_epilogue() -> str:
@@ -67,7 +70,8 @@ def help_epilogue() -> str:
 
 
 def _roles_and_faults() -> tuple[list[str], tuple[str, ...]]:
-    from workers.faults import FAULTS  # the launcher's vocabulary (stdlib-only module)
+    # the launcher's vocabulary (stdlib-only module)
+    from discovery_harness_workers.faults import FAULTS
 
     roles = sorted({w.role for t in catalogue.load().topologies for w in t.workers})
     return roles, FAULTS
@@ -112,9 +116,8 @@ DURATION_HELP: dict[str, tuple[float | None, str]] = {
 }
 
 
-def add_options(parser: pytest.Parser) -> None:
+def add_options(group: pytest.OptionGroup | _Unclashing) -> None:
     """The harness's group, placed right after pytest's `general` so `--help` shows it early."""
-    group = parser.getgroup(GROUP, GROUP_TITLE, after="general")
     for dest, text in CHOICE_HELP.items():
         group.addoption(
             _flag(dest),
@@ -164,16 +167,16 @@ def add_options(parser: pytest.Parser) -> None:
 def check_values(config: pytest.Config) -> None:
     """The values that need no tier: choices and durations. Raises ValueError (one line)."""
     for dest, choices in CHOICES.items():
-        value = config.getoption(dest)
-        if value not in choices:
+        given = value(config, dest)
+        if given not in choices:
             raise ValueError(
-                f"{_flag(dest)} {value!r}: not one of {', '.join(choices)}"
-                + (f" (from HARNESS_{dest.upper()})" if _from_env(dest, value) else "")
+                f"{_flag(dest)} {given!r}: not one of {', '.join(choices)}"
+                + (f" (from HARNESS_{dest.upper()})" if _from_env(dest, given) else "")
             )
     for dest in DURATION_HELP:
-        value = config.getoption(dest)
-        if value is not None and not value > 0:
-            raise ValueError(f"{_flag(dest)} {value:g}: a duration must be more than 0 seconds")
+        given = value(config, dest)
+        if given is not None and not given > 0:
+            raise ValueError(f"{_flag(dest)} {given:g}: a duration must be more than 0 seconds")
 
 
 def _from_env(dest: str, value: str) -> bool:
@@ -182,14 +185,14 @@ def _from_env(dest: str, value: str) -> bool:
 
 def check_for_tier(config: pytest.Config, chosen: tier.TierPolicy) -> None:
     """Options the chosen tier would ignore are refused, not dropped."""
-    if chosen.tiny_models and config.getoption("model"):
+    if chosen.tiny_models and value(config, "model"):
         raise ValueError(
-            f"--model {config.getoption('model')[0]!r}: the CPU tier ignores --model (it "
+            f"--model {value(config, 'model')[0]!r}: the CPU tier ignores --model (it "
             "generates tiny local models); use it with --tier gpu"
         )
-    if not chosen.fault_injection and config.getoption("inject_fault"):
+    if not chosen.fault_injection and value(config, "inject_fault"):
         raise ValueError(
-            f"--inject-fault {config.getoption('inject_fault')[0]!r}: faults exist only in the "
+            f"--inject-fault {value(config, 'inject_fault')[0]!r}: faults exist only in the "
             "CPU tier's launcher; use it with --tier cpu"
         )
 
@@ -218,13 +221,74 @@ def tier_id_hint(
     return None
 
 
+OWN_FLAGS_KEY = pytest.StashKey[set[str]]()
+DEFAULTS_KEY = pytest.StashKey[dict[str, object]]()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser)
-    report_run.add_option(parser.getgroup(GROUP))
+    scope.add_ini(parser)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Generator[None, object, object]:
+    """The options, added once the suite's own conftest files have added theirs: installed
+    in another suite, the harness never takes an option name that suite uses (that suite's
+    option wins; the harness then has no such option there)."""
+    result = yield
+    own = _Unclashing(parser.getgroup(GROUP, GROUP_TITLE, after="general"), _taken(parser))
+    add_options(own)
+    report_run.add_option(own)
+    early_config.stash[OWN_FLAGS_KEY] = own.added
+    early_config.stash[DEFAULTS_KEY] = own.defaults
+    return result
+
+
+def _taken(parser: pytest.Parser) -> set[str]:
+    """Every option name added so far, in any group (pytest checks a group's own only;
+    argparse then refuses the whole command line). pytest keeps the groups privately."""
+    groups = [getattr(parser, "_anonymous", None), *getattr(parser, "_groups", [])]
+    return {name for g in groups if g is not None for o in g.options for name in o.names()}
+
+
+class _Unclashing:
+    """An option group that leaves out any option whose name is taken."""
+
+    def __init__(self, group: pytest.OptionGroup, taken: set[str]) -> None:
+        self.group = group
+        self.taken = taken
+        self.added: set[str] = set()
+        self.defaults: dict[str, object] = {}  # by dest, of every option, added or not
+
+    def addoption(self, *names: str, **attrs: object) -> None:
+        dest = str(attrs.get("dest") or names[-1].lstrip("-").replace("-", "_"))
+        flag = attrs.get("action") == "store_true"
+        self.defaults[dest] = attrs.get("default", False if flag else None)
+        if self.taken & set(names):
+            return
+        self.group.addoption(*names, **attrs)
+        self.added.update(names)
+
+
+def value(config: pytest.Config, dest: str) -> Any:
+    """The harness's option `dest` as given; its default where the suite has an option of
+    that name (the harness left its own out: the suite's value is not the harness's)."""
+    added = config.stash.get(OWN_FLAGS_KEY, None)
+    if added is None or _flag(dest) in added:
+        return config.getoption(dest)
+    return config.stash[DEFAULTS_KEY][dest]
+
+
+def own_flags(config: pytest.Config) -> set[str]:
+    """The harness's option flags this run has (a flag on the command line asks for it)."""
+    return config.stash.get(OWN_FLAGS_KEY, set())
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_cmdline_main(config: pytest.Config) -> Iterator[int | pytest.ExitCode | None]:
+def pytest_cmdline_main(
+    config: pytest.Config,
+) -> Generator[None, int | pytest.ExitCode | None, int | pytest.ExitCode | None]:
     """After pytest's --help: a pointer to the harness's group and its variables."""
     result = yield
     if config.option.help:

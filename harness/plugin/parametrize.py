@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.model.topology import Scenario, Topology, UnsupportedRelease
-from harness.plugin.session import GPU_MEMORY_KEY, GPU_SHARE_KEY, chosen_tier
-from harness.runtime import dynamo_env, gpu_session
+from discovery_harness.model.topology import Scenario, Topology, UnsupportedRelease
+from discovery_harness.plugin import scope
+from discovery_harness.plugin.session import GPU_MEMORY_KEY, GPU_SHARE_KEY, chosen_tier
+from discovery_harness.runtime import dynamo_env, gpu_session
 
 
 def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology, ...]) -> None:
@@ -50,18 +51,27 @@ def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology,
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Self-tests run only when -m names them (or, for pre_merge ones, with no -m at all);
-    nightly items only when -m is given. On the GPU tier, layouts that need more GPUs than
-    this run's share are skipped, and so are CPU-tier tests (self-tests: their faults live in
-    the CPU launcher)."""
+    """Of the harness's own items (plugin.scope): self-tests run only when -m names them (or,
+    for pre_merge ones, with no -m at all); nightly items only when -m is given, and not for
+    an -m that asks for pre_merge without naming nightly (schedules as Dynamo's suite has them:
+    an item is nightly or pre_merge, so `-m "pre_merge and gpu_0"` is the CPU tier's per-change
+    set). On the GPU tier, layouts that need more GPUs than this run's share are skipped, and
+    so are CPU-tier tests (self-tests: their faults live in the CPU launcher)."""
     expression = config.getoption("markexpr") or ""
+    per_change = "pre_merge" in expression and "nightly" not in expression
     keep, drop = [], []
     for item in items:
+        if not scope.is_marked_own(item):  # another suite's item: as it is
+            keep.append(item)
+            continue
         _skip_what_cannot_run(item, config)
         is_selftest = item.get_closest_marker("selftest") is not None
         nightly = item.get_closest_marker("nightly") is not None
-        if (expression and is_selftest and "selftest" not in expression) or (
-            not expression and nightly
+        if (
+            (expression and is_selftest and "selftest" not in expression)
+            or (not expression and nightly)
+            or (per_change and nightly)
+            or (_opt_in(item) and "cuda_rehearsal" not in expression)
         ):
             drop.append(item)
         else:
@@ -69,6 +79,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _opt_in(item: pytest.Item) -> bool:
+    """A test of a cost of its own, run only when -m names its marker (the CUDA rehearsal)."""
+    return item.get_closest_marker("cuda_rehearsal") is not None
 
 
 def _skip_what_cannot_run(item: pytest.Item, config: pytest.Config) -> None:

@@ -1,24 +1,29 @@
 """The run as a whole: markers, the tier and other choices made once (kept in the config's
-stash), the run's first lines, and the usage checks that must pass before anything starts."""
+stash), the run's first lines, and the usage checks that must pass before anything starts.
+
+All of it happens only once the harness is asked for (plugin.scope): at configure time when
+the command line asks, else when the first item of the harness's is collected."""
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 
 import pytest
 
-from harness.model import catalogue
-from harness.model.topology import Scenario, Topology
-from harness.plugin import options
-from harness.processes import ports
-from harness.processes.managed import install_cleanup_handlers
-from harness.report import pytest_run as report_run
-from harness.runtime import dynamo_env, gpu_session, gpus, spawn, tier, usage
-from harness.runtime.model_source import describe_models
-from harness.runtime.models import apply_overrides
+from discovery_harness.model import catalogue
+from discovery_harness.model.topology import Scenario, Topology
+from discovery_harness.plugin import options, scope
+from discovery_harness.processes import ports
+from discovery_harness.processes.managed import install_cleanup_handlers
+from discovery_harness.report import pytest_run as report_run
+from discovery_harness.runtime import dynamo_env, gpu_probe, gpu_session, gpus, spawn, tier, usage
+from discovery_harness.runtime.gpu_probe import GpuProbe
+from discovery_harness.runtime.model_source import describe_models
+from discovery_harness.runtime.models import apply_overrides
 
+MOST_GPUS = 8  # layouts of one host: a gpu_N marker for each N up to this
 MARKERS = {
     "sglang": "exercises dynamo.sglang workers",
     "multimodal": "multimodal topologies (encoder + PD / P / D)",
@@ -27,11 +32,13 @@ MARKERS = {
     "gpu_0": "CPU tier: needs no GPU",
     **{
         f"gpu_{n}": f"GPU tier: a layout on {n} GPU(s) (derived from the placement)"
-        for n in (1, 2, 4)
+        for n in range(1, MOST_GPUS + 1)
     },
     "pre_merge": "runs on every change",
     "nightly": "the long matrix; skipped unless selected with -m",
     "selftest": "fault-injection self-tests of the harness's own checks",
+    "cuda_rehearsal": "the CPU tier in a container holding the runtime image's CUDA stack (11 "
+    "GB, minutes); only when -m names it",
 }
 
 
@@ -43,54 +50,88 @@ GPU_MEMORY_KEY = pytest.StashKey[tuple]()
 
 
 PROGRESS_KEY = pytest.StashKey[Callable[[str], None] | None]()
+ACTIVE_KEY = pytest.StashKey[bool]()
+STARTED_KEY = pytest.StashKey[bool]()
 
 
+@pytest.hookimpl(trylast=True)  # after the suite's own markers: ours only where it has none
 def pytest_configure(config: pytest.Config) -> None:
-    for name, text in MARKERS.items():
+    for name, text in scope.OWN_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    config.pluginmanager.register(report_run.RunReport(config), report_run.PLUGIN_NAME)
+    if scope.asked_by_command_line(config, options.own_flags(config)):
+        activate(config)
+
+
+def is_active(config: pytest.Config) -> bool:
+    return config.stash.get(ACTIVE_KEY, False)
+
+
+def activate(config: pytest.Config) -> None:
+    """The harness asked for: its markers, choices, usage checks and session (once)."""
+    if is_active(config):
+        return
+    config.stash[ACTIVE_KEY] = True
+    registered = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+    for name, text in MARKERS.items():
+        if name not in registered:
+            config.addinivalue_line("markers", f"{name}: {text}")
     described = {  # the tier once chosen, below
         "release": dynamo_env.active().version,
-        "infra": config.getoption("infra"),
-        "spawn": config.getoption("spawn"),
+        "infra": options.value(config, "infra"),
+        "spawn": options.value(config, "spawn"),
     }
-    config.pluginmanager.register(
-        report_run.RunReport(config, described), "discovery-harness-report"
-    )
+    report = config.pluginmanager.get_plugin(report_run.PLUGIN_NAME)
+    if report is not None:
+        report.start(described)
     try:
         options.check_values(config)
-        config.stash[TIER_KEY] = tier.choose(config.getoption("tier"))
-        described["tier"] = chosen_tier(config).name
-        if config.getoption("dynamo_env"):
-            chosen_env = dynamo_env.resolve(config.getoption("dynamo_env"))
+        if options.value(config, "dynamo_env"):
+            chosen_env = dynamo_env.resolve(options.value(config, "dynamo_env"))
             os.environ[dynamo_env.ENV_VARIABLE] = chosen_env.python
-        apply_overrides({}, config.getoption("model"))
+        found = _probe(config)
+        config.stash[TIER_KEY] = tier.choose(options.value(config, "tier"), found)
+        described["tier"] = chosen_tier(config).name
+        apply_overrides({}, options.value(config, "model"))
         options.check_for_tier(config, chosen_tier(config))
         config.stash[SPAWN_KEY] = spawn.spawn_mode(
-            config.getoption("spawn"), chosen_tier(config), dynamo_env.active().own
+            options.value(config, "spawn"), chosen_tier(config), dynamo_env.active().own
         )
         described["spawn"] = config.stash[SPAWN_KEY]
         described["release"] = dynamo_env.active().version
         config.stash[FAULTS_KEY] = usage.injected_faults(
-            config.getoption("inject_fault"), catalogue.load()
+            options.value(config, "inject_fault"), catalogue.load()
         )
-        if config.getoption("port_range"):
-            ports.use_range(config.getoption("port_range"))
+        if options.value(config, "port_range"):
+            ports.use_range(options.value(config, "port_range"))
     except ValueError as bad:
         raise pytest.UsageError(str(bad)) from None
-    no_gpu = gpu_session.usage_problem(config)
+    no_gpu = gpu_session.usage_problem(config, found, str(options.value(config, "tier")))
     if no_gpu:
         raise pytest.UsageError(no_gpu)
-    config.stash[GPU_SHARE_KEY] = gpus.share(gpus.visible_gpus(), *gpus.xdist_position())
+    config.stash[GPU_SHARE_KEY] = gpus.share(found.usable, *gpus.xdist_position())
     if chosen_tier(config).gpus:
         config.stash[GPU_MEMORY_KEY] = gpu_session.start(config, config.stash[GPU_SHARE_KEY])
     config.stash[PROGRESS_KEY] = _progress_sink(config)
     install_cleanup_handlers()
+    if config.stash.get(STARTED_KEY, False):  # asked for only once items were collected
+        _first_lines(config)
+
+
+def _probe(config: pytest.Config) -> GpuProbe:
+    """The GPUs and whether the workers' stack can use them; no CUDA init for --tier cpu (it
+    uses no GPU) nor for a listing (it starts nothing)."""
+    asked = tier.TIERS.get(options.value(config, "tier"))  # None for auto
+    if (asked is not None and not asked.gpus) or config.option.collectonly:
+        visible = gpus.visible_gpus()
+        return GpuProbe(visible, visible, None)
+    return gpu_probe.probe(dynamo_env.active().python)
 
 
 def _progress_sink(config: pytest.Config) -> Callable[[str], None] | None:
     """Progress lines go to a duplicate of stderr taken now, while pytest's capture is
     suspended: it reaches the terminal during tests, with -q, and from xdist workers."""
-    wanted = config.getoption("progress")
+    wanted = options.value(config, "progress")
     if wanted == "off" or (wanted == "auto" and not chosen_tier(config).progress):
         return None
     stream = os.fdopen(os.dup(2), "w", buffering=1, errors="replace")
@@ -104,38 +145,57 @@ def _progress_sink(config: pytest.Config) -> Callable[[str], None] | None:
 
 
 def chosen_tier(config: pytest.Config) -> tier.TierPolicy:
+    activate(config)  # a fixture of the harness's asked for by a test of another suite
     return config.stash[TIER_KEY].tier
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[STARTED_KEY] = True
+    if is_active(session.config):
+        _first_lines(session.config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The harness's own items, marked as such; the first of them asks for the harness."""
+    own = [item for item in items if scope.owns(item)]
+    if own:
+        activate(config)
+    for item in own:
+        item.add_marker(scope.ITEM_MARKER)
+
+
+def _first_lines(config: pytest.Config) -> None:
     """The run's first lines: which tier, why, and which models (also under -q)."""
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or hasattr(session.config, "workerinput"):
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or hasattr(config, "workerinput"):
         return
-    choice = session.config.stash[TIER_KEY]
+    choice = config.stash[TIER_KEY]
     reporter.write_line(f"discovery harness: {choice.describe()}")
     reporter.write_line(f"discovery harness: Dynamo: {dynamo_env.active().describe()}")
-    models = describe_models(choice.tier, session.config.getoption("model"))
+    models = describe_models(choice.tier, options.value(config, "model"))
     reporter.write_line(f"discovery harness: models: {models}")
-    faults = session.config.stash[FAULTS_KEY]
+    faults = config.stash[FAULTS_KEY]
     injected = ", ".join(f"{role}={fault}" for role, fault in faults.items())
     reporter.write_line(
         "discovery harness: faults injected: "
         + (f"{injected} (--inject-fault: failures below are on purpose)" if injected else "none")
     )
     if choice.tier.gpus:
-        share = session.config.stash[GPU_SHARE_KEY]
+        share = config.stash[GPU_SHARE_KEY]
         reporter.write_line(f"discovery harness: GPUs: {','.join(share) or 'none visible'}")
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_collection(session: pytest.Session) -> Iterator[object]:
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
     """`...[aggregated]` with --tier gpu finds nothing: say which ids that tier has."""
     try:
         return (yield)
     except pytest.UsageError:
         config = session.config
+        if not is_active(config):
+            raise
         hint = options.tier_id_hint(config.args, chosen_tier(config), catalogue.load().topologies)
         if hint is None:
             raise
@@ -146,16 +206,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Before anything starts: the models of the GPU tier's selected topologies, and etcd /
     NATS for any test that deploys, must be there; else one usage error says what to do."""
     config = session.config
-    if config.option.collectonly:
+    if config.option.collectonly or not is_active(config):
         return
     running = [i for i in session.items if not i.get_closest_marker("skip")]
     if not any("harness_session" in getattr(i, "fixturenames", ()) for i in running):
         return
-    problem = usage.unavailable_infra(config.getoption("infra"))
+    problem = usage.unavailable_infra(options.value(config, "infra"))
     if problem is None and not chosen_tier(config).tiny_models:
         topologies = {t.name: t for t in map(topology_of, running) if t is not None}
         problem = usage.missing_gpu_models(
-            topologies.values(), catalogue.load(), config.getoption("model")
+            topologies.values(), catalogue.load(), options.value(config, "model")
         )
     if problem:
         raise pytest.UsageError(problem)

@@ -4,7 +4,7 @@ Dynamo picks hosts and ports for its TCP request plane, response streams, system
 event plane from the environment; left alone it binds 0.0.0.0 and random ports. This module
 builds one environment per process with every address pinned to loopback and every port
 taken from the harness's allocator. Where models come from (offline local dirs, or a
-Hugging Face cache) is the tier's business: see harness.runtime.launch.
+Hugging Face cache) is the tier's business: see discovery_harness.runtime.launch.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.processes import ports
+from discovery_harness.processes import ports
 
 LOOPBACK = "127.0.0.1"
 
@@ -72,7 +72,7 @@ def session_env(
 ) -> dict[str, str]:
     """What every Dynamo process of a session shares: discovery, loopback hosts, planes.
     `response_stream_host`: the loopback as the running release spells it (1.0-1.5 read an
-    interface name there: harness.runtime.dynamo_env.response_stream_host)."""
+    interface name there: discovery_harness.runtime.dynamo_env.response_stream_host)."""
     return {
         "ETCD_ENDPOINTS": etcd_endpoint,
         "NATS_SERVER": nats_url,

@@ -23,7 +23,7 @@ from typing import Protocol, TypeVar
 
 import psutil
 
-from harness.common.deadline import Deadline
+from discovery_harness.common.deadline import Deadline
 
 T = TypeVar("T")
 
@@ -64,7 +64,7 @@ class WaitTimeout(TimeoutError):
 
 class ProcessHandle(Protocol):
     """What the harness needs of a started process: Popen, or a child of the worker template
-    (harness.runtime.spawn.ForkedChild)."""
+    (discovery_harness.runtime.spawn.ForkedChild)."""
 
     pid: int
     returncode: int | None

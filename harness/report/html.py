@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from html import escape
 
-from harness.report import timeline_svg
-from harness.report.markdown import first_answer_seconds
-from harness.report.model import DeploymentEntry, RunEntry
+from discovery_harness.report import timeline_svg
+from discovery_harness.report.markdown import first_answer_seconds
+from discovery_harness.report.model import DeploymentEntry, RunEntry
 
 STYLE = """
 body{font-family:sans-serif;margin:24px;color:#111827}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from harness.report.model import DeploymentEntry, RunEntry, WorkerEntry
+from discovery_harness.common.markdown import row
+from discovery_harness.report.model import DeploymentEntry, RunEntry, WorkerEntry
 
 FIRST_ANSWER = "first-answer"
 
@@ -23,7 +24,8 @@ def render(run: RunEntry) -> str:
         "|---|---|---|---|---|",
     ]
     for deployment in run.deployments:
-        for worker in deployment.workers or [None]:
+        shown: list[WorkerEntry | None] = [*deployment.workers] or [None]
+        for worker in shown:
             lines.append(_row(deployment, worker))
     problems = [d for d in run.deployments if d.violations or d.known]
     if problems:
@@ -45,7 +47,7 @@ def render(run: RunEntry) -> str:
 
 def _row(deployment: DeploymentEntry, worker: WorkerEntry | None) -> str:
     if worker is None:
-        return f"| {deployment.topology} | - | {_verdict(deployment.verdict)} | - | - |"
+        return row(deployment.topology, "-", _verdict(deployment.verdict), "-", "-")
     observed = worker.observed
     card = (
         ", ".join(
@@ -57,7 +59,7 @@ def _row(deployment: DeploymentEntry, worker: WorkerEntry | None) -> str:
     verdict = "FAILED" if worker.failed else _verdict(deployment.verdict, worker=True)
     answer = first_answer_seconds(deployment, worker)
     shown = f"{answer:.2f} s" if answer is not None else "-"
-    return f"| {deployment.topology} | {worker.role} | {verdict} | {card} | {shown} |"
+    return row(deployment.topology, worker.role, verdict, card, shown)
 
 
 def _verdict(verdict: str, worker: bool = False) -> str:

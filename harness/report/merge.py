@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from harness.report import load_report, write_reports
-from harness.report.model import FAILED, PASSED, RunEntry
+from discovery_harness.report.files import load_report, write_reports
+from discovery_harness.report.model import FAILED, PASSED, RunEntry
 
 
 def merge(runs: list[RunEntry], command: str) -> RunEntry:
@@ -36,4 +36,4 @@ def write_merged_reports(paths: list[Path], out_dir: Path) -> list[Path]:
     runs = [load_report(p) for p in paths if p.exists()]
     if not runs:
         return []
-    return write_reports(merge(runs, "python -m harness history"), out_dir)
+    return write_reports(merge(runs, "python -m discovery_harness history"), out_dir)

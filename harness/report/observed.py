@@ -3,17 +3,14 @@ client's exchanges, its verdict) or one an audit judged."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.judge.discovered import AuditedDeployment
-from harness.judge.verdict import Verdict
-from harness.model.records import ModelCard
-from harness.model.violations import Violation
-from harness.report.model import DeploymentEntry, Mark, WorkerEntry
-
-if TYPE_CHECKING:
-    from harness.deployment import Deployment
-    from harness.model.contract import ExpectedCard
+from discovery_harness.deployment.core import Deployment
+from discovery_harness.deployment.timeline import first_answer
+from discovery_harness.judge.discovered import AuditedDeployment
+from discovery_harness.judge.verdict import Verdict
+from discovery_harness.model.contract import ExpectedCard
+from discovery_harness.model.records import ModelCard
+from discovery_harness.model.violations import Violation
+from discovery_harness.report.model import DeploymentEntry, Mark, WorkerEntry
 
 
 def card_fields(card: ModelCard | ExpectedCard) -> dict[str, str]:
@@ -36,19 +33,23 @@ def _violations(found: list[Violation], role: str | None = None) -> list[dict[st
 
 
 def from_deployment(deployment: Deployment, test: str | None = None) -> DeploymentEntry:
-    observer = deployment.observer
-    state = observer.state()
+    """The report's entry: each worker's registration marks (discovery_harness.deployment.timeline,
+    as
+    the JUnit timeline has them), the frontend's listing, refusals and first answer."""
+    state = deployment.observer.state()
     found = list(deployment.found)
     failed_roles = {v.role for v in found if v.role}
     verdict_at = deployment.verdict_at
+    marks = {row.role: row for row in deployment.timeline()}
     workers = []
     for worker in deployment.workers:
         records = deployment.records(state, worker)
-        events = [Mark(worker.proc.started_wall, "process-start", f"pid {worker.pid}")]
-        for what, record in (("serving", records.generate), ("card", records.card)):
-            put = observer.first_put(record.key) if record else None
-            if put is not None and record is not None:
-                events.append(Mark(put.wall_time, what, record.key))
+        row = marks[worker.role]
+        events = [Mark(row.started, "process-start", f"pid {worker.pid}")]
+        if row.instance_at is not None and row.instance_key is not None:
+            events.append(Mark(row.instance_at, "serving", row.instance_key))
+        if row.card_at is not None and row.card_key is not None:
+            events.append(Mark(row.card_at, "card", row.card_key))
         mine = [v for v in found if v.role == worker.role]
         if mine and verdict_at:
             events.append(Mark(verdict_at, "violation", ", ".join(sorted({v.kind for v in mine}))))
@@ -74,14 +75,14 @@ def from_deployment(deployment: Deployment, test: str | None = None) -> Deployme
         ready = f"; then {deployment.ready_when_listed}" if deployment.ready_when_listed else ""
         frontend.append(Mark(deployment.listed_at, "listed", f"GET /v1/models{ready}"))
     exchanges = list(deployment.client.exchanges)
-    first_ok = next((e for e in exchanges if e.status == 200), None)
     for exchange in exchanges:
         if exchange.status != 200:
             detail = f"{exchange.method} {exchange.path} -> {exchange.status}"
             frontend.append(Mark(exchange.wall_time, "answer", detail))
-    if first_ok is not None:
-        detail = f"{first_ok.method} {first_ok.path} -> 200"
-        frontend.append(Mark(first_ok.wall_time, "first-answer", detail))
+    answered = first_answer(exchanges)
+    if answered is not None:
+        detail = f"{answered.method} {answered.path} -> 200"
+        frontend.append(Mark(answered.wall_time, "first-answer", detail))
     unnamed = [v for v in found if not v.role]
     if unnamed and verdict_at:
         frontend.append(Mark(verdict_at, "violation", ", ".join(sorted({v.kind for v in unnamed}))))

@@ -1,9 +1,11 @@
 """The pytest side of the reports: each deployment's entry travels in its test's properties
 (xdist carries them to the controller), the controller writes the files at the end.
 
-A run starts by removing the previous run's files, so a usage error or an empty selection
-leaves none that could be read as this run's; `--help`, `--version` and `--collect-only`
-touch nothing (they are not runs).
+Only the harness's own items are reported (those marked `discovery_harness`), and only in a
+run that asked for the harness: in another suite the report writes nothing, and touches no
+earlier report. A run that asked starts by removing the previous run's files, so a usage
+error or an empty selection leaves none that could be read as this run's; `--help`,
+`--version` and `--collect-only` touch nothing (they are not runs).
 """
 
 from __future__ import annotations
@@ -13,14 +15,20 @@ import json
 import socket
 import time
 from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 
-from harness.deployment.timeline import HEADER
-from harness.report import default_report_dir, remove_reports, write_reports
-from harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry, deployment_from_dict
+from discovery_harness.deployment.timeline import HEADER
+from discovery_harness.report.files import default_report_dir, remove_reports, write_reports
+from discovery_harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry, deployment_from_dict
 
+PLUGIN_NAME = "discovery-harness-report"
+ITEM_MARKER = "discovery_harness"  # plugin.scope's: what makes an item the harness's
 DESELECTED = "deselected"
+# The command a report names, where the run was started by a harness command rather than
+# pytest itself (conformance: the user's command and the JUnit file it keeps, not its draft).
+COMMAND_KEY = pytest.StashKey[str]()
 DEPLOYMENT_REPORT, TIMELINE_ROW, KNOWN_VIOLATION = (
     "deployment_report",
     "timeline_row",
@@ -28,7 +36,13 @@ DEPLOYMENT_REPORT, TIMELINE_ROW, KNOWN_VIOLATION = (
 )
 
 
-def add_option(group: pytest.OptionGroup) -> None:
+class OptionGroup(Protocol):
+    """pytest's option group, or the plugin's wrapper of it that leaves out taken names."""
+
+    def addoption(self, *names: str, **attrs: Any) -> None: ...
+
+
+def add_option(group: OptionGroup) -> None:
     group.addoption(
         "--report-dir",
         default=None,
@@ -59,23 +73,36 @@ class RunReport:
     """Collects, on the controller, every test's outcome, deployments, timelines and known
     violations; prints the summaries and writes the report files at the end."""
 
-    def __init__(self, config: pytest.Config, describe: dict[str, str]) -> None:
+    def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.describe = describe  # release, tier, infra, spawn
+        self.describe: dict[str, str] = {}  # release, tier, infra, spawn
         self.started = time.time()
+        self.active = False
         self.tests: dict[str, dict[str, object]] = {}
         self.deployments: list[dict[str, object]] = []
         self.timelines: list[tuple[str, str]] = []
         self.known: list[tuple[str, str]] = []
-        if is_a_run(config) and not hasattr(config, "workerinput"):
-            remove_reports(report_dir(config))
+
+    def start(self, describe: dict[str, str]) -> None:
+        """The harness is asked for: this run reports (the caller fills `describe` in)."""
+        self.describe = describe
+        if self.active:
+            return
+        self.active = True
+        if is_a_run(self.config) and not hasattr(self.config, "workerinput"):
+            remove_reports(report_dir(self.config))
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """Named in the report too (a nightly topology the selection left out), not run."""
         for item in items:
-            self.tests.setdefault(item.nodeid, {"id": item.nodeid, "outcome": DESELECTED})
+            if item.get_closest_marker(ITEM_MARKER) is not None:
+                self.tests.setdefault(item.nodeid, {"id": item.nodeid, "outcome": DESELECTED})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if ITEM_MARKER not in report.keywords:
+            return
+        if not self.active:  # an xdist controller learns it from its workers' reports
+            self.start({})
         test = self.tests.setdefault(report.nodeid, {"id": report.nodeid, "outcome": PASSED})
         test["seconds"] = round(float(test.get("seconds", 0.0)) + report.duration, 3)  # type: ignore[arg-type]
         if report.failed:
@@ -108,7 +135,7 @@ class RunReport:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if hasattr(self.config, "workerinput") or not is_a_run(self.config):
+        if hasattr(self.config, "workerinput") or not is_a_run(self.config) or not self.active:
             return
         if exitstatus in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
             return
@@ -117,14 +144,19 @@ class RunReport:
         failed = any(t["outcome"] in ("failed", "error") for t in self.tests.values())
         ran = any(t["outcome"] not in ("skipped", DESELECTED) for t in self.tests.values())
         run = RunEntry(
-            command="pytest " + " ".join(self.config.invocation_params.args),
+            command=self.config.stash.get(
+                COMMAND_KEY, "pytest " + " ".join(self.config.invocation_params.args)
+            ),
             started_at=self.started,
             finished_at=time.time(),
             host=socket.gethostname(),
             outcome=FAILED if failed else (PASSED if ran else NO_TESTS),
             tests=list(self.tests.values()),
             deployments=[deployment_from_dict(d) for d in self.deployments],
-            **self.describe,
+            release=self.describe["release"],
+            tier=self.describe["tier"],
+            infra=self.describe["infra"],
+            spawn=self.describe["spawn"],
         )
         out = report_dir(self.config)
         write_reports(run, out)

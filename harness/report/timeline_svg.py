@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from html import escape
 
-from harness.report.model import DeploymentEntry, Mark
+from discovery_harness.report.model import DeploymentEntry, Mark
 
 WIDTH, LANE, LABEL, PAD, RADIUS = 960, 34, 170, 16, 6
 COLOURS = {
@@ -56,8 +56,8 @@ def render(deployment: DeploymentEntry) -> str:
             # Marks of one instant side by side in height, so each keeps its own hover.
             crowd = sum(1 for other in placed if abs(other - x) < 2 * RADIUS)
             placed.append(x)
-            y = mid + (0 if crowd == 0 else (-1) ** crowd * min(crowd, 2) * RADIUS * 0.8)
-            parts.append(_mark(mark, x, y, mark.at - start))
+            shift = 0 if crowd == 0 else (-1) ** crowd * min(crowd, 2) * RADIUS * 0.8
+            parts.append(_mark(mark, x, mid + shift, mark.at - start))
         parts.append("</g>")
     axis_y = PAD + len(lanes) * LANE + 14
     parts.append(

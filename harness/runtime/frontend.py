@@ -8,14 +8,14 @@ from pathlib import Path
 
 import httpx
 
-from harness.common.deadline import Deadline
-from harness.processes import ports
-from harness.processes.infra import Endpoints
-from harness.processes.loopback import LOOPBACK, ProcessPorts, inherited_env, loopback_env
-from harness.processes.managed import ManagedProcess
-from harness.runtime import dynamo_env
-from harness.runtime.launch import hugging_face_env
-from harness.runtime.tier import CPU, TierPolicy
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.processes import ports
+from discovery_harness.processes.infra import Endpoints
+from discovery_harness.processes.loopback import LOOPBACK, ProcessPorts, inherited_env, loopback_env
+from discovery_harness.processes.managed import ManagedProcess
+from discovery_harness.runtime import dynamo_env
+from discovery_harness.runtime.launch import hugging_face_env
+from discovery_harness.runtime.tier import CPU, TierPolicy
 
 READY_DEADLINE_S = 60.0
 

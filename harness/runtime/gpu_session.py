@@ -16,35 +16,34 @@ from collections.abc import Mapping
 
 import pytest
 
-from harness.model.topology import Scenario
-from harness.runtime import gpus
-from harness.runtime.tier import TIERS
+from discovery_harness.model.topology import Scenario
+from discovery_harness.runtime import gpus
+from discovery_harness.runtime.gpu_probe import GpuProbe
+from discovery_harness.runtime.tier import TIERS
 
 # Each GPU's total memory (GiB) where nvidia-smi cannot tell, or to hold a run to smaller GPUs.
 MEMORY_VARIABLE = "HARNESS_GPU_MEMORY_GIB"
 NOTHING_RAN = pytest.ExitCode.TESTS_FAILED
 
 
-def usage_problem(config: pytest.Config) -> str | None:
-    """Why `--tier gpu` cannot run anything on this machine (one line), or None. Listing
-    (`--collect-only`) needs no GPU; xdist workers leave the check to their controller."""
-    asked = TIERS.get(config.getoption("tier"))  # None for auto: it never picks an absent GPU
+def usage_problem(config: pytest.Config, found: GpuProbe, requested: str) -> str | None:
+    """Why `--tier gpu` cannot run anything on this machine (one line), or None, from the same
+    probe the session takes its GPUs from. Listing (`--collect-only`) needs no GPU; xdist
+    workers leave the check to their controller."""
+    asked = TIERS.get(requested)  # None for auto: it never picks an absent GPU
     if asked is None or not asked.gpus or config.option.collectonly:
         return None
     if hasattr(config, "workerinput"):
         return None
-    from harness.runtime.preflight import driver_problem
-
-    visible = gpus.visible_gpus()
-    if not visible:
+    if not found.visible:
         return (
             "--tier gpu: no GPU is visible here (CUDA_VISIBLE_DEVICES is "
             f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')!r}, nvidia-smi lists none): "
             "no GPU-tier scenario can run; run on a GPU machine or use --tier cpu"
         )
-    driver = driver_problem()
-    if driver:
-        return f"--tier gpu: {driver}"
+    if found.problem:
+        return f"--tier gpu: {found.problem}"
+    visible = found.usable
     workers = getattr(config.option, "numprocesses", None)
     if isinstance(workers, int) and workers > len(visible):
         return (

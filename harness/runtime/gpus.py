@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 
-from harness.model.topology import Placement
+from discovery_harness.model.topology import Placement
 
 
 class NotEnoughGpus(RuntimeError):

@@ -3,8 +3,12 @@ installed in a Python environment. The GPU job installs the harness's libraries 
 and must never replace any of them (a different protobuf or filelock under the workers would
 be a different Dynamo). Standard library only: it runs in the image's Python before install.
 
-    python -m harness.runtime.image_stack constraints   # name==version of every stack package
-    python -m harness.runtime.image_stack touched VENV_SITE_PACKAGES  # stack packages there
+    python -m discovery_harness.runtime.image_stack constraints
+        name==version of every stack package
+    python -m discovery_harness.runtime.image_stack touched VENV_SITE_PACKAGES
+        the stack packages installed there
+    python -m discovery_harness.runtime.image_stack requirements REQUIREMENTS_FILE
+        the file's requirements, a stack package's pin dropped (the image's version stays)
 """
 
 from __future__ import annotations
@@ -25,7 +29,12 @@ def canonical(name: str) -> str:
 def installed(paths: list[str] | None = None) -> dict[str, importlib.metadata.Distribution]:
     """Distributions by canonical name (the first on the path wins, as for imports)."""
     found: dict[str, importlib.metadata.Distribution] = {}
-    for dist in importlib.metadata.distributions(**({"path": paths} if paths else {})):
+    dists = (
+        importlib.metadata.distributions(path=paths)
+        if paths
+        else importlib.metadata.distributions()
+    )
+    for dist in dists:
         name = dist.metadata["Name"]
         if name:
             found.setdefault(canonical(name), dist)
@@ -54,6 +63,21 @@ def closure(
     return stack
 
 
+def yielding(requirements: list[str], stack: dict[str, str]) -> list[str]:
+    """The harness's requirement lines, each one naming a package of the stack reduced to its
+    name: the image's version of it is the one (constraints pin it), whatever the harness's
+    own pin says (Dynamo's image may hold a newer httpx or filelock than the harness pins)."""
+    kept = []
+    for line in requirements:
+        text = line.split("#", 1)[0].strip()
+        match = _NAME.match(text)
+        if not text or match is None:
+            continue
+        name = canonical(match.group(1).split("[")[0])
+        kept.append(match.group(1) if name in stack else text)
+    return kept
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["constraints"]:
         for name, version in sorted(closure().items()):
@@ -65,6 +89,10 @@ def main(argv: list[str]) -> int:
         for name in shadowing:
             print(f"{name} (the image has {stack[name]})")
         return 1 if shadowing else 0
+    if argv[:1] == ["requirements"] and len(argv) == 2:
+        with open(argv[1]) as lines:
+            print("\n".join(yielding(lines.read().splitlines(), closure())))
+        return 0
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -1,10 +1,12 @@
 """One command for a worker, both tiers: the only place a worker's command and env are built.
 
-Deployments, the benchmark and `python -m harness plan` all call `worker_command`, and get a
+Deployments, the benchmark and `python -m discovery_harness plan` all call `worker_command`, and get
+a
 `WorkerCommand`: the module, the harness's own options, the Dynamo argv and the environment
 (planes and ports included), as named fields. A fresh process runs `command.argv()`, the
 worker template is handed the command whole, and the plan prints it whole; nothing reads an
-argv back by position. The tier's policy (harness.runtime.tier) decides the engine, device,
+argv back by position. The tier's policy (discovery_harness.runtime.tier) decides the engine,
+device,
 models, GPUs and Hugging Face settings; the CPU tier runs each topology's packed 1-GPU layout,
 so the flags GPU runners use are exercised on every commit.
 """
@@ -17,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.model.topology import Scenario, WorkerSpec
-from harness.processes.loopback import (
+from discovery_harness.common import locations
+from discovery_harness.model.topology import Scenario, WorkerSpec
+from discovery_harness.processes.loopback import (
     LOOPBACK,
     ProcessPorts,
     inherited_env,
@@ -26,14 +29,9 @@ from harness.processes.loopback import (
     offline_hf_env,
     session_env,
 )
-from harness.runtime import dynamo_env
-from harness.runtime.tier import CPU, STAND_INS_ENV, TierPolicy
-from workers.faults import FAULT_DELAY_ENV, FAULT_ENV
-
-ROOT = Path(__file__).resolve().parents[2]
-# On a CPU-tier worker's PYTHONPATH: its start-up hook gives the python processes a worker
-# spawns itself (the gateway's `python -m dynamo.sglang` children) the same stand-ins.
-STARTUP_HOOK_DIR = ROOT / "workers" / "startup"
+from discovery_harness.runtime import dynamo_env
+from discovery_harness.runtime.tier import CPU, STAND_INS_ENV, TierPolicy
+from discovery_harness_workers.faults import FAULT_DELAY_ENV, FAULT_ENV
 
 
 @dataclass(frozen=True)
@@ -52,7 +50,7 @@ class WorkerSite:
     # group's --dist-init-addr): allocated once per deployment.
     shared_ports: dict[str, int] = field(default_factory=dict)
     # The deployment's own environment, set last: another discovery backend or request /
-    # event plane (harness.deployment.options.Planes), a test's variables.
+    # event plane (discovery_harness.deployment.options.Planes), a test's variables.
     deployment_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -206,11 +204,13 @@ def hugging_face_env(tier: TierPolicy, hf_home: Path, offline: bool = True) -> d
 
 
 def stand_in_env() -> dict[str, str]:
-    """PYTHONPATH of CPU-tier processes: the start-up hook's folder and the project."""
+    """PYTHONPATH of CPU-tier processes: the start-up hook's folder (it gives the python
+    processes a worker spawns itself, the gateway's `python -m dynamo.sglang` children, the same
+    stand-ins) and a folder holding only the workers package (a release environment's python
+    imports it from there, and nothing else of the harness's environment)."""
     inherited = os.environ.get("PYTHONPATH", "")
-    return {
-        "PYTHONPATH": os.pathsep.join(p for p in (str(STARTUP_HOOK_DIR), str(ROOT), inherited) if p)
-    }
+    own = (str(locations.startup_hook_dir()), str(locations.worker_import_root()))
+    return {"PYTHONPATH": os.pathsep.join(p for p in (*own, inherited) if p)}
 
 
 def template_env(etcd: str, nats: str, hf_home: Path, tmpdir: Path) -> dict[str, str]:

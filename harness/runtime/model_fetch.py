@@ -1,4 +1,5 @@
-"""`python -m harness models fetch|list -m EXPR [--dry-run]`: exactly the models a GPU-tier
+"""`python -m discovery_harness models fetch|list -m EXPR [--dry-run]`: exactly the models a
+GPU-tier
 run with that marker expression would use, with their sizes.
 
 The selection is pytest's own: a collect-only session of the GPU tier with `-m EXPR` (the
@@ -16,18 +17,28 @@ import io
 import os
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from harness.model.catalogue import DEFAULT_CATALOGUE, Catalogue
-from harness.model.topology import Scenario
-from harness.runtime import gpu_session, gpus
-from harness.runtime.models import ModelNeed, apply_overrides, fetched_whole, hf_hub_cache
+from discovery_harness.model.catalogue import DEFAULT_CATALOGUE, Catalogue
+from discovery_harness.model.topology import Scenario
+from discovery_harness.runtime import gpu_session, gpus
+
+if TYPE_CHECKING:
+    import pytest
+from discovery_harness.runtime.models import (
+    ModelNeed,
+    apply_overrides,
+    fetched_whole,
+    hf_hub_cache,
+    locate,
+)
 
 
 class _Collector:
     def __init__(self) -> None:
         self.scenarios: list[Scenario] = []
 
-    def pytest_collection_finish(self, session) -> None:  # type: ignore[no-untyped-def]
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
             scenario = item.callspec.params.get("scenario") if hasattr(item, "callspec") else None
             if isinstance(scenario, Scenario):
@@ -107,14 +118,47 @@ def model_size(ref: str, declared_gib: dict[str, float]) -> Size:
                 return Size(total / 2**30, "the Hub")
         except Exception:  # no network, no such repo, no permission: fall back
             pass
+    return model_size_declared(ref, declared_gib)
+
+
+def model_size_declared(ref: str, declared_gib: dict[str, float]) -> Size:
+    """The catalogue's figure alone (no network)."""
     declared = declared_gib.get(ref)
     return Size(declared, "catalogue estimate") if declared else Size(None, "")
 
 
+def print_listing(needs: list[ModelNeed], catalogue: Catalogue, ask_hub: bool) -> int:
+    """The one model listing (`models list`, with or without -m, and `fetch --dry-run`): per
+    model its state, size, where it is and who needs it; returns how many are missing.
+    available: fetched whole (or a local directory); partial: in the cache but not known
+    whole (runs use it; fetch completes it); MISSING: a run would stop on it."""
+    by_ref: dict[str, list[ModelNeed]] = {}
+    for need in needs:
+        by_ref.setdefault(need.ref, []).append(need)
+    print(f"Hugging Face cache: {hf_hub_cache()}")
+    to_fetch, missing = 0.0, 0
+    for ref, users in by_ref.items():
+        found, whole = locate(ref), fetched_whole(ref)
+        sizes = catalogue.model_sizes_gib
+        size = model_size(ref, sizes) if ask_hub else model_size_declared(ref, sizes)
+        to_fetch += 0 if whole else size.gib or 0
+        missing += found is None
+        state = "available" if whole else ("partial" if found else "MISSING")
+        who = ", ".join(sorted({f"{n.topology}/{n.key}" for n in users}))
+        print(f"{state:<9}  {ref}: {size.describe()}, {found or 'not here'} ({who})")
+    print(f"{len(by_ref)} model(s), {missing} missing; ~{to_fetch:.1f} GiB to fetch")
+    if to_fetch:
+        print(
+            "to download them: python -m discovery_harness models fetch"
+            " (with the same arguments)"
+        )
+    return missing
+
+
 def models_command(catalogue: Catalogue, args: argparse.Namespace) -> int:
     """List or fetch the models of the runs `-m` selects (or of named topologies)."""
-    from harness.runtime.model_source import gpu_needs
-    from harness.runtime.models import MissingModels, fetch, require
+    from discovery_harness.runtime.model_source import gpu_needs
+    from discovery_harness.runtime.models import MissingModels, fetch, require
 
     if args.marks is not None:
         selected = selected_scenarios(args.marks)
@@ -135,20 +179,10 @@ def models_command(catalogue: Catalogue, args: argparse.Namespace) -> int:
             print(f"  not run here: {reason}")
     else:
         needs = gpu_needs(catalogue, args.topology or None, args.model)
-    by_ref: dict[str, list[ModelNeed]] = {}
-    for need in needs:
-        by_ref.setdefault(need.ref, []).append(need)
-    print(f"Hugging Face cache: {hf_hub_cache()}")
-    to_fetch = 0.0
-    for ref, users in by_ref.items():
-        where = fetched_whole(ref)
-        size = model_size(ref, catalogue.model_sizes_gib)
-        to_fetch += 0 if where else size.gib or 0
-        state = f"cached at {where}" if where else "to fetch"
-        who = ", ".join(sorted({f"{n.topology}/{n.key}" for n in users}))
-        print(f"  {ref}: {size.describe()}, {state} ({who})")
-    print(f"{len(by_ref)} model(s); ~{to_fetch:.1f} GiB to fetch")
-    if args.action == "list" or args.dry_run:
+    missing_refs = print_listing(needs, catalogue, ask_hub=True)
+    if args.action == "list":
+        return 1 if args.check and missing_refs else 0
+    if args.dry_run:
         return 0
     fetch(needs)
     try:

@@ -3,7 +3,7 @@
 CPU tier: tiny local directories of the real models' architectures, generated once per
 session (nothing is downloaded). GPU tier: the catalogue's GPU_MODELS (Hugging Face names or
 local paths) with `--model KEY=REF` overrides; a model must already be in the Hugging Face
-cache (`python -m harness models fetch`), so a worker never downloads during a run, and a
+cache (`python -m discovery_harness models fetch`), so a worker never downloads during a run, and a
 missing one is one clear error naming the topology and key.
 """
 
@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from harness.model.assets import cpu_assets
-from harness.model.catalogue import Catalogue, load
-from harness.runtime.models import ModelNeed, apply_overrides, locate, require
-from harness.runtime.tier import TierPolicy
+from discovery_harness.model.assets import cpu_assets
+from discovery_harness.model.catalogue import Catalogue, load
+from discovery_harness.runtime.models import ModelNeed, apply_overrides, locate, require
+from discovery_harness.runtime.tier import TierPolicy
 
 TINY_DESCRIPTION = "tiny local dirs of each real model's architecture (generated, none downloaded)"
 

@@ -2,7 +2,8 @@
 
 A reference is a local directory or a Hugging Face repo id. Workers resolve a repo id in the
 cache themselves (Dynamo's `fetch_model`, sglang, transformers all read `$HF_HOME/hub`), so the
-harness pre-downloads once (`python -m harness models fetch`) and then runs every worker with
+harness pre-downloads once (`python -m discovery_harness models fetch`) and then runs every worker
+with
 `HF_HUB_OFFLINE=1`: a run never downloads, and a model missing from the cache is one clear error
 before any worker starts, naming the topology and asset key that need it.
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.model.assets import ASSET_KEYS
+from discovery_harness.model.assets import ASSET_KEYS
 
 FETCH_LOCK_NAME = ".harness-models-fetch.lock"
 # Where `fetch` records each repo it downloaded to the end (the snapshot's revision): a
@@ -35,7 +36,7 @@ class BadModelOverride(ValueError):
 @dataclass(frozen=True)
 class ModelNeed:
     topology: str
-    key: str  # asset key, see harness.model.assets.ASSET_KEYS
+    key: str  # asset key, see discovery_harness.model.assets.ASSET_KEYS
     ref: str  # Hugging Face repo id or local directory
 
     def describe(self) -> str:
@@ -139,7 +140,7 @@ def require(needs: Iterable[ModelNeed]) -> None:
         f"GPU-tier model(s) not in the Hugging Face cache {hf_hub_cache()} (workers run "
         "offline):\n"
         + "\n".join(f"  {n.describe()}" for n in absent)
-        + f"\nfetch them first: python -m harness models fetch {topologies}"
+        + f"\nfetch them first: python -m discovery_harness models fetch {topologies}"
         + "\n(or point a key at a local directory: --model KEY=/path/to/model)"
     )
 

@@ -1,5 +1,5 @@
 """Preflight of the GPU job: everything that would stop a GPU-tier run before any worker
-starts, checked in seconds and reported one line each (`python -m harness preflight`).
+starts, checked in seconds and reported one line each (`python -m discovery_harness preflight`).
 
 Standard library only: it runs first, in the runtime image's own Python, before the
 harness's dependencies are installed. Checks: the image is the one asked for (its ai-dynamo
@@ -24,14 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from harness.runtime import gpus
-from harness.runtime.tier import torch_cuda_version
-
-ROOT = Path(__file__).resolve().parents[2]
-REQUIREMENTS = ROOT / "ci" / "requirements"
-# The oldest Linux driver each CUDA major release runs on (NVIDIA's CUDA toolkit release notes,
-# minor-version compatibility); Dynamo's docs list driver >= 580 for its CUDA 13 images.
-MIN_DRIVER = {11: (450, 80, 2), 12: (525, 60, 13), 13: (580, 65, 6)}
+from discovery_harness.common import locations
+from discovery_harness.runtime import gpu_probe, gpus
+from discovery_harness.runtime.tier import torch_cuda_version
 
 
 @dataclass(frozen=True)
@@ -58,9 +53,10 @@ def _version(distribution: str) -> str | None:
         return None
 
 
-def proven_releases(requirements: Path = REQUIREMENTS) -> dict[str, str]:
+def proven_releases(requirements: Path | None = None) -> dict[str, str]:
     """ai-dynamo version -> the sglang version its contracts were proven with (the pins of
     ci/requirements: the harness's own stack and every release environment)."""
+    requirements = requirements or locations.requirements_dir()
     pairs: dict[str, str] = {}
     for pins in [requirements / "dynamo-nodeps.txt", *requirements.glob("releases/*/nodeps.txt")]:
         text = pins.read_text() if pins.is_file() else ""
@@ -92,22 +88,12 @@ def check_image(image: str | None, dynamo: str | None) -> Check:
 
 
 def driver_problem(driver: str | None = None, cuda: str | None = None) -> str | None:
-    """Why the NVIDIA driver cannot run this torch's CUDA build, or None (also when either
-    is unknown: no driver at all is the GPU check's to report)."""
+    """Why the NVIDIA driver cannot run this torch's CUDA build, or None (gpu_probe's check,
+    the driver and the CUDA build read here when not given)."""
     if driver is None:
         rows = gpus.nvidia_smi_query("driver_version")
         driver = rows[0][0] if rows else None
-    cuda = cuda or torch_cuda_version()
-    if not driver or not cuda:
-        return None
-    need = MIN_DRIVER.get(int(cuda.split(".")[0]))
-    have = tuple(int(part) for part in re.findall(r"\d+", driver)[:3])
-    if need is None or have >= need:
-        return None
-    return (
-        f"driver {driver} is older than CUDA {cuda} (torch's build) needs: "
-        f"{'.'.join(map(str, need))} or newer"
-    )
+    return gpu_probe.driver_problem(driver, cuda or torch_cuda_version())
 
 
 def check_driver() -> Check:
@@ -121,11 +107,15 @@ def check_driver() -> Check:
 
 
 def check_gpus() -> Check:
-    visible = gpus.visible_gpus()
+    """The GPU probe the run itself takes its GPUs from (runtime.gpu_probe)."""
+    found = gpu_probe.probe()
+    visible = found.usable
     rows = {r[0]: r for r in gpus.nvidia_smi_query("index", "name", "memory.total")}
-    if not visible:
+    if not found.visible:
         where = os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
         return Check("gpus", False, f"none visible (CUDA_VISIBLE_DEVICES={where!r})", True)
+    if found.problem:
+        return Check("gpus", False, f"not usable: {found.problem}", True)
     described = [
         f"{gpu} {rows[gpu][1]} {float(rows[gpu][2]) / 1024:.1f} GiB" if gpu in rows else gpu
         for gpu in visible
@@ -190,7 +180,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _OneLineParser(prog="python -m harness preflight", description=__doc__)
+    parser = _OneLineParser(prog="python -m discovery_harness preflight", description=__doc__)
     parser.add_argument(
         "--allow-no-gpu",
         action="store_true",

@@ -1,6 +1,6 @@
 """How a CPU-tier worker process comes to be: a fresh interpreter, or a fork of the template.
 
-`fresh` starts `python -m workers.cpu_sglang ARGV` (what the GPU tier does with
+`fresh` starts `python -m discovery_harness_workers.cpu_sglang ARGV` (what the GPU tier does with
 `dynamo.sglang`): ~6-15 s of imports before the first line of Dynamo's code runs. `zygote`
 keeps one pre-imported template per test session (workers/zygote.py) and forks each worker
 from it: the template is handed the worker's command whole (module, Dynamo argv, environment,
@@ -24,15 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.common.deadline import Deadline
-from harness.processes.managed import ManagedProcess, WaitTimeout
-from harness.runtime.launch import WorkerCommand
-from harness.runtime.tier import TierPolicy
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.processes.managed import ManagedProcess, WaitTimeout
+from discovery_harness.runtime.launch import WorkerCommand
+from discovery_harness.runtime.tier import TierPolicy
 
 FRESH, ZYGOTE = "fresh", "zygote"
 SPAWN_MODES = (FRESH, ZYGOTE)
-ZYGOTE_MODULE = "workers.zygote"
-ZYGOTE_RUNS = "workers.cpu_sglang"  # the only launcher a template has pre-imported
+ZYGOTE_MODULE = "discovery_harness_workers.zygote"
+# the only launcher a template has pre-imported
+ZYGOTE_RUNS = "discovery_harness_workers.cpu_sglang"
 LOST = -255  # exit code reported for a child whose template died before it
 # The template's own imports, once a session (slow on a cold page cache): not part of any
 # worker's start, so a deployment's deadline begins only once the template can fork.

@@ -6,7 +6,7 @@ up without importing torch or sglang, so the choice costs nothing on a laptop.
 
 Every way the tiers differ (engine, deadlines, spawn mode, Hugging Face settings, GPU
 handling) is a field of its policy: code asks the policy, never compares tier names, and the
-table `python -m harness plan` prints is generated from the same fields.
+table `python -m discovery_harness plan` prints is generated from the same fields.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.model.topology import Scenario
-from harness.runtime.gpus import visible_gpus
+from discovery_harness.model.topology import Scenario
+from discovery_harness.runtime import gpu_probe
+from discovery_harness.runtime.gpu_probe import GpuProbe
 
 # The stand-in switch for a CPU-tier worker's own python children (workers/startup).
 STAND_INS_ENV = "HARNESS_STAND_INS"
@@ -95,7 +96,7 @@ class TierPolicy:
                 if self.private_hf_home
                 else "HF_HOME / HF_TOKEN passed through; HF_HUB_OFFLINE=1 and "
                 "TRANSFORMERS_OFFLINE=1 once every model is in the cache "
-                "(`python -m harness models fetch`)"
+                "(`python -m discovery_harness models fetch`)"
             ),
             "GPUs": (
                 "CUDA_VISIBLE_DEVICES = the layout's GPUs within this run's share"
@@ -135,7 +136,7 @@ class TierPolicy:
 
 CPU = TierPolicy(
     name="cpu",
-    engine_module="workers.cpu_sglang",
+    engine_module="discovery_harness_workers.cpu_sglang",
     engine_note="dynamo.sglang's own main.worker; sglang's Engine, MMEncoder and DiffGenerator "
     "replaced by CPU stand-ins",
     device_argv=("--device", "cpu"),
@@ -221,15 +222,17 @@ def sglang_cuda_build() -> str | None:
     return None
 
 
-def choose(requested: str) -> TierChoice:
-    """`--tier NAME`: that tier; `auto`: the GPU tier where it can really run."""
+def choose(requested: str, found: GpuProbe | None = None) -> TierChoice:
+    """`--tier NAME`: that tier; `auto`: the GPU tier where it can really run (the GPU probe,
+    `found`, taken here when not given)."""
     if requested in TIERS:
         return TierChoice(TIERS[requested], "asked for with --tier")
     if requested != "auto":
         raise ValueError(f"--tier must be auto, {' or '.join(TIERS)}, not {requested!r}")
-    gpus = visible_gpus()
-    if not gpus:
-        return TierChoice(CPU, "auto: no CUDA GPU visible (CUDA_VISIBLE_DEVICES / nvidia-smi)")
+    found = found or gpu_probe.probe()
+    if not found.usable:
+        return TierChoice(CPU, f"auto: {found.describe()}")
+    gpus = found.usable
     missing = sglang_cuda_build()
     if missing:
         return TierChoice(CPU, f"auto: {len(gpus)} GPU(s) visible but {missing}")

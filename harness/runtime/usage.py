@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.model.catalogue import Catalogue
-from harness.model.topology import Topology
-from harness.processes.infra import InfraUnavailable, select_provider
-from harness.runtime.models import MissingModels, ModelNeed, apply_overrides, require
+from discovery_harness.model.catalogue import Catalogue
+from discovery_harness.model.topology import Topology
+from discovery_harness.processes.infra import InfraUnavailable, select_provider
+from discovery_harness.runtime.models import MissingModels, ModelNeed, apply_overrides, require
 
 
 def injected_faults(pairs: Iterable[str], catalogue: Catalogue) -> dict[str, str]:
     """--inject-fault ROLE=FAULT values, checked against the catalogue's roles and the
     launcher's faults; raises ValueError naming what is unknown and what exists."""
-    from workers.faults import FAULTS  # the launcher's vocabulary (stdlib-only module)
+    # the launcher's vocabulary (stdlib-only module)
+    from discovery_harness_workers.faults import FAULTS
 
     roles = sorted({w.role for t in catalogue.topologies for w in t.workers})
     faults: dict[str, str] = {}

@@ -20,8 +20,8 @@ Per kind (the README's "What an answer must be" has the same as a table):
 - every text kind: `usage.prompt_tokens` is the prompt's length under the model's own
   tokenizer (chat: after its chat template; with an image, at least that); no text contains
   a `stop` sequence it was asked to stop at.
-The pooling models' kinds are judged in harness.serving.pooled_answers, the media kinds in
-harness.serving.media_answers:
+The pooling models' kinds are judged in discovery_harness.serving.pooled_answers, the media kinds in
+discovery_harness.serving.media_answers:
 
 - embedding: `object` list, `model`, one item per input in input order (`data[i].index` = i,
   `object` embedding), vectors non-empty, numeric, of one dimension, distinct for distinct

@@ -1,4 +1,5 @@
-"""What an image or video answer must be; see harness.serving.answers for the text kinds and
+"""What an image or video answer must be; see discovery_harness.serving.answers for the text kinds
+and
 the shared `Asked`."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import binascii
 import io
 from typing import Any
 
-from harness.serving.answers import Asked, common
+from discovery_harness.serving.answers import Asked, common
 
 IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG", b"RIFF": "WebP"}
 

@@ -80,6 +80,7 @@ def read(model_dir: Path | None, dynamo_argv: Sequence[str] = ()) -> ModelFacts:
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     flag = _flag_value(dynamo_argv, CONTEXT_LENGTH_FLAG)
+    context: int | None
     if flag is not None:
         context, source = flag, f"{CONTEXT_LENGTH_FLAG} {flag}"
     else:

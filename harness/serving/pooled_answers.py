@@ -1,5 +1,5 @@
 """What an embedding or rerank answer must be (the pooling models' APIs); see
-harness.serving.answers for the text kinds and the shared `Asked`.
+discovery_harness.serving.answers for the text kinds and the shared `Asked`.
 
 - embedding: `object` list, `model`, one item per input in input order (`data[i].index` = i,
   `object` embedding), vectors non-empty, numeric, of the model's dimension (its hidden size,
@@ -19,7 +19,7 @@ import math
 import struct
 from typing import Any
 
-from harness.serving.answers import Asked, is_number, prompt_tokens
+from discovery_harness.serving.answers import Asked, is_number, prompt_tokens
 
 
 def _vector(value: Any, encoding: str) -> tuple[list[float] | None, str | None]:

@@ -1,9 +1,12 @@
 """The requests a topology can declare, each with what a good answer looks like.
 
-A kind maps to one OpenAI-compatible call and a judge of its response (harness.serving.answers
+A kind maps to one OpenAI-compatible call and a judge of its response
+(discovery_harness.serving.answers
 and beside it): a 200 is judged on everything its API promises, not just its status. Each kind
-is sent in the shapes of harness.serving.shapes (the default when none is named), and judged
-against the served model too (harness.serving.model_facts: its dimension, context length and
+is sent in the shapes of discovery_harness.serving.shapes (the default when none is named), and
+judged
+against the served model too (discovery_harness.serving.model_facts: its dimension, context length
+and
 tokenizer) where its files are local.
 """
 
@@ -15,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.serving import answers, media_answers, pooled_answers
-from harness.serving.http_client import RecordingClient
-from harness.serving.media_server import image_url, png_bytes
-from harness.serving.model_facts import NO_FACTS, ModelFacts
-from harness.serving.shapes import DEFAULT, IMAGE_URL, LISTING, Shape, shape
+from discovery_harness.serving import answers, media_answers, pooled_answers
+from discovery_harness.serving.http_client import RecordingClient
+from discovery_harness.serving.media_server import image_url, png_bytes
+from discovery_harness.serving.model_facts import NO_FACTS, ModelFacts
+from discovery_harness.serving.shapes import DEFAULT, IMAGE_URL, LISTING, Shape, shape
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The shapes real clients send of each request kind, as data: each one a change to the kind's
-default request, judged by the same checks (harness.serving.answers and beside it).
+default request, judged by the same checks (discovery_harness.serving.answers and beside it).
 
 Dynamo's handlers and sglang take a different code path per shape (a string or a list of
 token ids to embed, `top_n` or none, a data: URL or an http one), so a break in one shape
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.model.topology import CHEAP_SHAPES, EVERY_SHAPE
+from discovery_harness.model.topology import CHEAP_SHAPES, EVERY_SHAPE
 
 DEFAULT = "default"
 SELECTIONS = (CHEAP_SHAPES, EVERY_SHAPE)

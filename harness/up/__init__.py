@@ -1,2 +1,3 @@
-"""`python -m harness up TOPOLOGY`: one topology running until Ctrl-C, like `docker compose
-up`, started by the code the tests use (harness.deployment)."""
+"""`python -m discovery_harness up TOPOLOGY`: one topology running until Ctrl-C, like `docker
+compose
+up`, started by the code the tests use (discovery_harness.deployment)."""

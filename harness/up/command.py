@@ -1,4 +1,5 @@
-"""`python -m harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file F]`.
+"""`python -m discovery_harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file
+F]`.
 
 Starts the topology (infra, frontend, workers) with the tests' own code, prints where
 everything is, writes the env file once readiness is decided (served, or failed with the
@@ -11,27 +12,28 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sys
 import tempfile
 import threading
 from pathlib import Path
 
-from harness.deployment import Deployment, Settings
-from harness.model import catalogue as catalogue_module
-from harness.model.violations import ContractFailure
-from harness.processes import ports
-from harness.processes.infra import PROVIDERS, InfraUnavailable
-from harness.processes.managed import install_cleanup_handlers
-from harness.runtime import dynamo_env, spawn, tier, usage
-from harness.up.session import standalone_session
-
-USAGE_ERROR = 2
+from discovery_harness.common.exits import USAGE_ERROR
+from discovery_harness.deployment import Deployment, Settings
+from discovery_harness.deployment.session_setup import standalone_session
+from discovery_harness.model import catalogue as catalogue_module
+from discovery_harness.model.violations import ContractFailure
+from discovery_harness.processes import ports
+from discovery_harness.processes.infra import PROVIDERS, InfraUnavailable
+from discovery_harness.processes.managed import install_cleanup_handlers
+from discovery_harness.runtime import dynamo_env, spawn, tier, usage
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     up = commands.add_parser(
         "up", help="start one topology and keep it up until Ctrl-C (to poke at, or to audit)"
     )
-    up.add_argument("topology", help="a topology of the catalogue (python -m harness topologies)")
+    up.add_argument("topology", help="a topology of the catalogue (python -m discovery_harness "
+                                     "topologies)")
     up.add_argument("--inject-fault", action="append", default=[], metavar="ROLE=FAULT")
     up.add_argument("--fault-delay", type=float, default=0.0, help="delayed-registration's s")
     up.add_argument("--infra", default="auto", choices=["auto", *PROVIDERS])
@@ -63,7 +65,7 @@ def up_command(args: argparse.Namespace) -> int:
             ports.use_range(args.port_range)
         mode = spawn.spawn_mode(args.spawn, chosen, dynamo_env.active().own)
     except (KeyError, ValueError, LookupError) as bad:
-        print(f"harness up: {bad.args[0] if bad.args else bad}", flush=True)
+        print(f"harness up: {bad.args[0] if bad.args else bad}", file=sys.stderr, flush=True)
         return USAGE_ERROR
     stop = threading.Event()
     install_cleanup_handlers()  # atexit: nothing left even on an unexpected exit
@@ -84,7 +86,7 @@ def up_command(args: argparse.Namespace) -> int:
             finally:
                 deployment.stop()
     except InfraUnavailable as missing:
-        print(f"harness up: {missing}", flush=True)
+        print(f"harness up: {missing}", file=sys.stderr, flush=True)
         return USAGE_ERROR
     print("harness up: stopped; every process it started has exited", flush=True)
     return 0
@@ -114,7 +116,7 @@ def _announce(deployment: Deployment, verdict: str, env_file: str | None) -> Non
             f"  worker     {w.role:<16} pid {w.pid:<8} log {w.proc.log_path}"
             for w in deployment.workers
         ),
-        f"  audit it:  python -m harness audit --etcd {session.endpoints.etcd} "
+        f"  audit it:  python -m discovery_harness audit --etcd {session.endpoints.etcd} "
         f"--frontend {frontend} --namespace {deployment.namespace}",
         "  Ctrl-C (or SIGTERM) stops everything",
     ]

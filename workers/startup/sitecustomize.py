@@ -9,9 +9,7 @@ worker template, whose own imports must stay recorded (workers/zygote.py).
 import os
 
 if os.environ.get("HARNESS_STAND_INS") == "1":
-    from workers import cpu_sglang, faults, torchvision_shim
+    from discovery_harness_workers import start
 
-    torchvision_shim.apply()
-    cpu_sglang.install_release_stand_ins()
-    # The fault the worker runs with, if any (self-tests; a gateway's children inherit it).
-    faults.install_from_environment()
+    # The worker's start-up sequence; the fault, if any, too (a gateway's children inherit it).
+    start.prepare()

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.processes import ports
-from harness.processes.infra.base import Endpoints, InfraUnavailable, nats_connects
+from discovery_harness.processes import ports
+from discovery_harness.processes.infra.base import Endpoints, InfraUnavailable, nats_connects
 
 ETCD_IMAGE = os.environ.get("HARNESS_ETCD_IMAGE", "quay.io/coreos/etcd:v3.4.23")
 NATS_IMAGE = os.environ.get("HARNESS_NATS_IMAGE", "docker.io/library/nats:2.9.10")
@@ -94,7 +94,7 @@ class DockerProvider:
                 .with_startup_timeout(READY_TIMEOUT_S)
             )
         )
-        container.ports["2379/tcp"] = ("127.0.0.1", host_port)  # type: ignore[assignment]
+        container.ports["2379/tcp"] = ("127.0.0.1", host_port)
         self._containers.append(container)
         container.start()
         return f"http://127.0.0.1:{host_port}"
@@ -103,7 +103,7 @@ class DockerProvider:
         from testcontainers.community.nats import NatsContainer
 
         container = NatsContainer(NATS_IMAGE, jetstream=True, ready_timeout_secs=READY_TIMEOUT_S)
-        container.ports = {"4222/tcp": ("127.0.0.1", host_port)}  # type: ignore[dict-item]
+        container.ports = {"4222/tcp": ("127.0.0.1", host_port)}
         self._containers.append(container)
         container.start()
         return f"nats://127.0.0.1:{host_port}"

@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness.processes.infra.base import Endpoints, InfraUnavailable, etcd_healthy, nats_connects
+from discovery_harness.processes.infra.base import (
+    Endpoints,
+    InfraUnavailable,
+    etcd_healthy,
+    nats_connects,
+)
 
 
 class ExternalProvider:

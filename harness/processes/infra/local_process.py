@@ -8,10 +8,15 @@ import shutil
 import signal
 from pathlib import Path
 
-from harness.common.deadline import Deadline
-from harness.processes import ports
-from harness.processes.infra.base import Endpoints, InfraUnavailable, etcd_healthy, nats_connects
-from harness.processes.managed import ManagedProcess, stop_all
+from discovery_harness.common.deadline import Deadline
+from discovery_harness.processes import ports
+from discovery_harness.processes.infra.base import (
+    Endpoints,
+    InfraUnavailable,
+    etcd_healthy,
+    nats_connects,
+)
+from discovery_harness.processes.managed import ManagedProcess, stop_all
 
 START_DEADLINE_S = 30.0
 

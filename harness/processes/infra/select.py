@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.processes.infra.base import InfraUnavailable, Provider
-from harness.processes.infra.docker import DockerProvider
-from harness.processes.infra.external import ExternalProvider
-from harness.processes.infra.local_process import LocalProcessProvider
+from discovery_harness.processes.infra.base import InfraUnavailable, Provider
+from discovery_harness.processes.infra.docker import DockerProvider
+from discovery_harness.processes.infra.external import ExternalProvider
+from discovery_harness.processes.infra.local_process import LocalProcessProvider
 
 PROVIDERS: dict[str, Callable[[], Provider]] = {
     "external": ExternalProvider,
