@@ -23,6 +23,7 @@ from discovery_harness.model.contract import (
 )
 from discovery_harness.model.events import relisted_after_restart
 from discovery_harness.model.topology import (
+    EVERY_SHAPE,
     GpuProfile,
     KnownViolation,
     KnownWindow,
@@ -31,7 +32,7 @@ from discovery_harness.model.topology import (
     WorkerPlacement,
     WorkerSpec,
 )
-from discovery_harness.model.violations import LISTED_EARLY, STATUS_503
+from discovery_harness.model.violations import BAD_CONTENT, LISTED_EARLY, STATUS_503
 from discovery_harness_scenarios import eras
 
 # The GPU tier's model per asset key; defaults follow Dynamo's own sglang GPU tests and fit a
@@ -151,6 +152,7 @@ AGGREGATED = Topology(
     ),
     requests=_TEXT_REQUESTS,
     gpu=_alone("worker", vram_gib=3.7),
+    shapes=EVERY_SHAPE,  # every chat and completion shape: the plain path
 )
 
 # Finding 8 (README): after a prefill worker restarts, 1.6.1 lists the model again when the
@@ -259,6 +261,7 @@ EMBEDDING_TOPOLOGY = Topology(
     ),
     requests=("embedding",),
     gpu=_alone("embedding", vram_gib=3.0, start_timeout_s=300),
+    shapes=EVERY_SHAPE,
 )
 
 RERANK_TOPOLOGY = Topology(
@@ -276,6 +279,7 @@ RERANK_TOPOLOGY = Topology(
     ),
     requests=("rerank",),
     gpu=_alone("rerank", vram_gib=4.0, start_timeout_s=300),
+    shapes=EVERY_SHAPE,
 )
 
 MM_ENCODE_PD = Topology(
@@ -299,6 +303,7 @@ MM_ENCODE_PD = Topology(
         ),
     ),
     requests=_MM_REQUESTS,
+    shapes=EVERY_SHAPE,  # the image URL through the encode worker (sglang's MMEncoder loads it)
     marks=("multimodal",),
     gpu=GpuProfile(
         placements=(
@@ -420,6 +425,16 @@ MM_ENCODE_P_D = Topology(
             "decode cards exist, and answers 404 'Model not found' until the encoder's card "
             "is attached (measured: persistent when the encoder never registers)",
         ),
+        KnownViolation(
+            kind=BAD_CONTENT,
+            dynamo_versions=("1.6.1",),
+            reason="Dynamo 1.6.1's GET /v1/models reports the context length of whichever of "
+            "the model's cards its map of display name to context length keeps: here the "
+            "encoder's 4096 or the P/D workers' --context-length 2048, varying from run to run "
+            "(measured: 2048 twice, 4096 twice); the model serves 2048 at most",
+            shape="listing[default]",
+            cites=("lib/llm/src/http/service/openai.rs (list_models_openai)",),
+        ),
     ),
 )
 
@@ -437,6 +452,7 @@ IMAGE_DIFFUSION = Topology(
         ),
     ),
     requests=("image",),
+    shapes=EVERY_SHAPE,
     gpu=GpuProfile(
         placements=(
             Placement(
@@ -447,6 +463,20 @@ IMAGE_DIFFUSION = Topology(
             ),
         ),
         nightly=True,
+    ),
+    known_violations=(
+        KnownViolation(
+            kind=BAD_CONTENT,
+            dynamo_versions=("1.6.1",),
+            reason="Dynamo 1.6.1's image diffusion handler never reads `n`: it only logs whether "
+            "the request has one, asks DiffGenerator.generate for no output count and keeps the "
+            "first result of a list, so n=2 is answered with one image on any engine",
+            shape="image[n-2]",
+            cites=(
+                "dynamo/sglang/request_handlers/image_diffusion/image_diffusion_handler.py "
+                "(1.6.1: generate, _generate_images)",
+            ),
+        ),
     ),
 )
 
@@ -496,6 +526,7 @@ MM_NATIVE = Topology(
     eras=eras.mm_native_eras(_MM_NATIVE_WORKERS),
     workers=_MM_NATIVE_WORKERS,
     requests=(*_MM_REQUESTS, "chat"),
+    shapes=EVERY_SHAPE,  # the image URL through sglang's own multimodal processing
     marks=("multimodal",),
     gpu=_alone("mm-agg", vram_gib=9.0),
 )

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from discovery_harness.serving import answers
+from discovery_harness.serving import answers, media_answers, pooled_answers
 
 pytestmark = pytest.mark.unit
 
@@ -95,11 +95,11 @@ GOOD_STREAM = (
 def test_good_answers_pass():
     assert answers.chat(CHAT, ASKED) == []
     assert answers.completion(COMPLETION, ASKED) == []
-    assert answers.embedding(EMBEDDING, ASKED) == []
-    assert answers.rerank(RERANK, ASKED) == []
-    assert answers.rerank({"results": RERANK}, ASKED) == []  # the other shape Dynamo used
-    assert answers.image(IMAGE, answers.Asked(MODEL, size=(32, 32))) == []
-    assert answers.video(VIDEO, ASKED) == []
+    assert pooled_answers.embedding(EMBEDDING, ASKED) == []
+    assert pooled_answers.rerank(RERANK, ASKED) == []
+    assert pooled_answers.rerank({"results": RERANK}, ASKED) == []  # the other shape Dynamo used
+    assert media_answers.image(IMAGE, answers.Asked(MODEL, size=(32, 32))) == []
+    assert media_answers.video(VIDEO, ASKED) == []
     assert answers.chat_stream(_sse(*GOOD_STREAM), ASKED) == []
 
 
@@ -140,21 +140,26 @@ def _set(path: str, value: Any) -> Callable[[Any], Any]:
             _set("choices.0.finish_reason", "length"),
             "finish_reason length after 3 tokens, max_tokens 8",
         ),
-        (answers.embedding, EMBEDDING, _set("data.1.index", 0), "indices [0, 0]"),
-        (answers.embedding, EMBEDDING, _set("data.1.object", "x"), "object is not 'embedding'"),
-        (answers.embedding, EMBEDDING, _set("data.1.embedding", [0.1, 0.2]), "identical"),
-        (answers.embedding, EMBEDDING, _set("data.1.embedding", []), "not a non-empty list"),
-        (answers.embedding, EMBEDDING, _set("usage.prompt_tokens", 0), "usage"),
-        (answers.embedding, EMBEDDING, _set("object", "dict"), "object 'dict'"),
-        (answers.rerank, RERANK, _set("0.document", "z"), "carries document 'z'"),
-        (answers.rerank, RERANK, _set("1.index", 1), "repeat a document"),
-        (answers.rerank, RERANK, _set("1.score", "high"), "expected numbers"),
-        (answers.image, IMAGE, _set("data.0.b64_json", "%%%"), "b64_json is not base64"),
-        (answers.image, IMAGE, _set("created", None), "no created time"),
-        (answers.image, IMAGE, _set("data", []), "0 images, expected n=1"),
-        (answers.video, VIDEO, _set("object", "list"), "object 'list'"),
-        (answers.video, VIDEO, _set("data.0.output_format", "webm"), "output_format 'webm'"),
-        (answers.video, VIDEO, _set("data", []), "no video in data[]"),
+        (pooled_answers.embedding, EMBEDDING, _set("data.1.index", 0), "indices [0, 0]"),
+        (
+            pooled_answers.embedding,
+            EMBEDDING,
+            _set("data.1.object", "x"),
+            "object is not 'embedding'",
+        ),
+        (pooled_answers.embedding, EMBEDDING, _set("data.1.embedding", [0.1, 0.2]), "identical"),
+        (pooled_answers.embedding, EMBEDDING, _set("data.1.embedding", []), "not a non-empty list"),
+        (pooled_answers.embedding, EMBEDDING, _set("usage.prompt_tokens", 0), "usage"),
+        (pooled_answers.embedding, EMBEDDING, _set("object", "dict"), "object 'dict'"),
+        (pooled_answers.rerank, RERANK, _set("0.document", "z"), "carries document 'z'"),
+        (pooled_answers.rerank, RERANK, _set("1.index", 1), "repeat a document"),
+        (pooled_answers.rerank, RERANK, _set("1.score", "high"), "expected numbers"),
+        (media_answers.image, IMAGE, _set("data.0.b64_json", "%%%"), "b64_json is not base64"),
+        (media_answers.image, IMAGE, _set("created", None), "no created time"),
+        (media_answers.image, IMAGE, _set("data", []), "0 images, expected n=1"),
+        (media_answers.video, VIDEO, _set("object", "list"), "object 'list'"),
+        (media_answers.video, VIDEO, _set("data.0.output_format", "webm"), "output_format 'webm'"),
+        (media_answers.video, VIDEO, _set("data", []), "no video in data[]"),
     ],
 )
 def test_each_broken_promise_is_named(judge, good, mutate, says):

@@ -21,6 +21,7 @@ from discovery_harness.model.topology import (
     WorkerSpec,
 )
 from discovery_harness.model.validation import CatalogueError, catalogue_problems
+from discovery_harness.serving import shapes
 from discovery_harness.serving.requests import KINDS
 from discovery_harness_scenarios.catalogue import (
     CATALOGUE,
@@ -39,6 +40,7 @@ def test_the_catalogue_holds_its_invariants():
     for topology in CATALOGUE:
         assert set(topology.requests) <= set(KINDS), topology.name
         assert all(w.pin_request_plane for w in topology.workers if w.card is None)
+        assert shapes.selected(topology.requests, topology.shapes), topology.name
 
 
 def _broken(**changes: object) -> Topology:
@@ -87,6 +89,10 @@ BROKEN = {
             "worker 'decode' needs prefill, which no worker of the topology is "
             "(worker types: decode)"
         ],
+    ),
+    "an unknown selection of request shapes": (
+        _broken(shapes="all"),
+        ["shapes 'all', expected 'cheap' or 'every'"],
     ),
     "a GPU layout that does not fit its own count": (
         _broken(
@@ -205,3 +211,19 @@ def test_a_catalogue_change_shows_in_the_generated_docs():
     )
     assert catalogue_doc(changed) != catalogue_doc(Catalogue((DISAGGREGATED,)))
     assert "| disaggregated | decode | init_decode |" in catalogue_doc(changed)
+
+
+def test_every_kind_has_its_shapes_as_data():
+    """Each request kind's shapes start with its default; every other shape says what it
+    reaches; a selection or a shape that does not exist is one clear error."""
+    assert set(shapes.SHAPES) == set(KINDS)
+    for kind, kind_shapes in shapes.SHAPES.items():
+        assert kind_shapes[0].name == shapes.DEFAULT and kind_shapes[0].cheap, kind
+        names = [s.name for s in kind_shapes]
+        assert len(names) == len(set(names)), kind
+        for shape in kind_shapes[1:]:
+            assert shape.why, shape.label
+    with pytest.raises(ValueError, match="shapes 'some'"):
+        shapes.selected(("chat",), "some")
+    with pytest.raises(KeyError, match=r"no request shape chat\[nope\]"):
+        shapes.shape("chat", "nope")

@@ -21,7 +21,11 @@ from sglang.srt.managers.io_struct import EmbeddingReqInput, GenerateReqInput
 # What the stand-in "generates": real tokens of the tiny model's tokenizer.
 REPLY_TEXT = "Hello! The quick brown fox jumps over the lazy dog."
 MAX_TOTAL_TOKENS = 65536
-EMBEDDING_DIM = 16
+EMBEDDING_DIM = 16  # only where the model config says no hidden size
+# The tokens sglang's processor makes of one image in place of its placeholder: the CPU
+# encoder's grid (discovery_harness_workers.cpu_engine.IMAGE_GRID_THW, one frame of 4x4 patches, 2x2
+# merged).
+IMAGE_TOKENS = 4
 STREAM_STEP = 4  # tokens per streamed chunk
 _DISJOINT_SETTINGS = ("stream_output", "incremental_streaming_output")
 
@@ -61,6 +65,7 @@ class StandInGeneration:
         max_new = params.get("max_new_tokens") or len(self._reply_ids)
         reply = self._reply_ids[: max(1, min(max_new, len(self._reply_ids)))]
         prompt_tokens = len(obj.input_ids or []) if obj.input_ids is not None else 0
+        prompt_tokens += self._image_tokens(getattr(obj, "image_data", None))
         rid = obj.rid if isinstance(obj.rid, str) else uuid.uuid4().hex
         # Like the real manager, own the request id while it runs (Dynamo's multimodal
         # prefill handler waits for it to appear here).
@@ -70,6 +75,24 @@ class StandInGeneration:
                 yield chunk
         finally:
             self.rid_to_state.pop(rid, None)
+
+    @staticmethod
+    def _image_tokens(images: Any) -> int:
+        """What sglang's multimodal processor adds to the prompt for images it is handed as
+        URLs (http or data:): it loads each (a URL that does not load fails the request, as
+        there) and expands its one placeholder token into the image's tokens. Embeddings an
+        encoder already made (a dict) arrive expanded by the encode worker."""
+        if not images:
+            return 0
+        items = images if isinstance(images, list) else [images]
+        urls = [item for item in items if isinstance(item, str)]
+        try:
+            from sglang.srt.utils import load_image
+        except ImportError:  # an older sglang: the count alone
+            return len(urls) * (IMAGE_TOKENS - 1)
+        for url in urls:
+            load_image(url)
+        return len(urls) * (IMAGE_TOKENS - 1)
 
     async def _stream(
         self, reply: list[int], rid: str, prompt_tokens: int, max_new: int
@@ -104,22 +127,34 @@ class StandInGeneration:
         items = obj.text if obj.text is not None else obj.input_ids
         batch = isinstance(items, list) and items and not isinstance(items[0], int)
         inputs = items if batch else [items]
+        dimension = getattr(getattr(self, "model_config", None), "hidden_size", EMBEDDING_DIM)
         results = []
         for item in inputs:
             digest = hashlib.sha256(repr(item).encode()).digest()
             if getattr(obj, "is_cross_encoder_request", False):
                 embedding: Any = [digest[0] / 255.0]
             else:
-                embedding = [b / 255.0 for b in digest[:EMBEDDING_DIM]]
+                # The pooled hidden state: the model's hidden size, deterministic per input.
+                stream = hashlib.shake_256(digest).digest(dimension)
+                embedding = [b / 255.0 for b in stream]
             results.append(
                 {
                     "embedding": embedding,
                     "meta_info": {
                         "id": uuid.uuid4().hex,
-                        "prompt_tokens": len(repr(item)) // 4 + 1,
+                        "prompt_tokens": self._input_tokens(item),
                         "finish_reason": {"type": "stop"},
                         "cached_tokens": 0,
                     },
                 }
             )
         return results if batch else results[0]
+
+    def _input_tokens(self, item: Any) -> int:
+        """An input's length as sglang's tokenizer manager counts it: token ids as given, a
+        text (or a cross-encoder's query and document) tokenized with special tokens."""
+        if isinstance(item, list) and item and isinstance(item[0], int):
+            return len(item)
+        if isinstance(item, list | tuple):
+            return len(self.tokenizer(*item)["input_ids"])
+        return len(self.tokenizer(item)["input_ids"])

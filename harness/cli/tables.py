@@ -122,6 +122,8 @@ def known_violations_table(catalogue: Catalogue | None = None) -> str:
         for known in topology.known_violations:
             versions = ", ".join(known.dynamo_versions)
             window = known.window.describe() if known.window else "always"
+            if known.shape is not None:  # a bad answer of one request shape only
+                window = f"{known.shape} answers, {window}"
             cites = ", ".join(known.cites) or "-"
             lines.append(
                 row(topology.name, f"`{known.kind}`", versions, window, known.reason, cites)

@@ -52,6 +52,7 @@ from discovery_harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S
 from discovery_harness.serving.http_client import RecordingClient
 from discovery_harness.serving.listing import listed_ids
 from discovery_harness.serving.requests import Reply, send
+from discovery_harness.serving.shapes import DEFAULT
 
 
 class Deployment:
@@ -229,9 +230,11 @@ class Deployment:
             log_tail=self.frontend_log.tail,
         )
 
-    def send(self, kind: str, model: str | None = None) -> Reply:
-        """A request of `kind` for the topology's model (or another name it serves, a LoRA)."""
-        reply = send(kind, self.client, model or self.model_name)
+    def send(self, kind: str, model: str | None = None, shape: str = DEFAULT) -> Reply:
+        """A request of `kind` in `shape` for the topology's model (or another name it serves,
+        a LoRA), judged against the model its workers serve too."""
+        facts = self.roster().served_model()
+        reply = send(kind, self.client, model or self.model_name, shape, facts)
         self.replies.append(reply)
         return reply
 

@@ -16,8 +16,10 @@ from discovery_harness.model.topology import WorkerSpec
 from discovery_harness.processes import ports
 from discovery_harness.processes.loopback import ProcessPorts
 from discovery_harness.processes.managed import ManagedProcess, stop_all
+from discovery_harness.runtime import models
 from discovery_harness.runtime.frontend import Frontend, start_frontend
 from discovery_harness.runtime.launch import WorkerSite, worker_command
+from discovery_harness.serving import model_facts
 
 
 class Processes:
@@ -57,11 +59,12 @@ class Processes:
             shared_ports=dict(plan.shared_ports),
             deployment_env=dict(plan.env),
         )
+        model_path = session.models(plan.topology.name, spec.model)
         command = worker_command(
             session.settings.tier,
             plan.scenario,
             spec,
-            model_path=session.models(plan.topology.name, spec.model),
+            model_path=model_path,
             site=site,
             timeout_s=plan.register_deadline_s,
             gpus=plan.gpus.get(spec.role, ()),
@@ -84,7 +87,8 @@ class Processes:
             spawn=fork,
         ).start()
         pinned = spec.pin_request_plane and plan.request_plane == TCP
-        return Worker(spec, proc, process_ports, fault, pinned)
+        facts = model_facts.read(models.locate(model_path), command.dynamo_argv)
+        return Worker(spec, proc, process_ports, fault, pinned, facts)
 
     def _restart_suffix(self, role: str) -> str:
         restarts = sum(1 for w in self.retired if w.role == role)

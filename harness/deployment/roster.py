@@ -6,6 +6,7 @@ a `Roster` (not the deployment), built from the workers running at that moment.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.judge import deployment as judged
 from discovery_harness.judge.checks import WorkerRecords
 from discovery_harness.model.topology import WorkerSpec
+from discovery_harness.serving.model_facts import NO_FACTS, ModelFacts
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,24 @@ class Roster:
     @property
     def registering(self) -> tuple[Worker, ...]:
         return tuple(w for w in self.workers if w.registers)
+
+    def served_model(self) -> ModelFacts:
+        """The model as the topology serves it: the public worker's (they serve one model),
+        whose context length is the smallest any registering worker serves (a request passes
+        through each of them); none known before they started."""
+        public = [w for w in self.workers if w.expected is not None and w.expected.public]
+        if not public:
+            return NO_FACTS
+        serving = [w for w in self.registering if w.context_length is not None]
+        if len({w.context_length for w in serving}) < 2:
+            return public[0].model
+        least = min(serving, key=lambda w: w.context_length or 0)
+        sources = ", ".join(f"{w.role} {w.context_source}" for w in serving)
+        return dataclasses.replace(
+            public[0].model,
+            context_length=least.context_length,
+            context_source=f"the smallest of its workers': {sources}",
+        )
 
     def without_card(self, state: DiscoveryState) -> list[str]:
         """Roles with no card on a serving instance of theirs (a role is present once one of

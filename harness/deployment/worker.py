@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from discovery_harness.model.contract import ExpectedCard
 from discovery_harness.model.topology import WorkerSpec
 from discovery_harness.processes.loopback import ProcessPorts
 from discovery_harness.processes.managed import ManagedProcess
+from discovery_harness.serving.model_facts import NO_FACTS, ModelFacts
 
 
 @dataclass
@@ -19,6 +20,17 @@ class Worker:
     # Its keys carry the TCP port the harness gave it (TCP request plane, port pinned); else
     # they are told apart by component.
     pinned: bool = True
+    # Its model as its command serves it (config, tokenizer, --context-length): what its
+    # card's context length and its answers are judged against.
+    model: ModelFacts = field(default=NO_FACTS)
+
+    @property
+    def context_length(self) -> int | None:
+        return self.model.context_length
+
+    @property
+    def context_source(self) -> str:
+        return self.model.context_source
 
     @property
     def role(self) -> str:

@@ -18,7 +18,8 @@ REQUEST, VIOLATION = "history.request", "history.violation"
 
 def reply_properties(replies: Iterable[Reply]) -> list[tuple[str, str]]:
     return [
-        (REQUEST, json.dumps({"kind": r.kind, "status": r.status, "ok": r.ok})) for r in replies
+        (REQUEST, json.dumps({"kind": r.kind, "shape": r.shape, "status": r.status, "ok": r.ok}))
+        for r in replies
     ]
 
 

@@ -20,6 +20,7 @@ from discovery_harness.model.violations import (
     REGISTERED_UNEXPECTEDLY,
     WRONG_CARD,
 )
+from discovery_harness.serving.shapes import DEFAULT
 
 # Violations about what etcd holds (the rest are about serving, processes or the frontend).
 REGISTRATION_KINDS = frozenset(
@@ -46,7 +47,13 @@ def _roles(violations: list[dict], kinds: frozenset[str] | None, exclude: bool) 
 def _answers(item: ItemFindings) -> str:
     if not item.requests:
         return "-"
-    return ", ".join(f"{r['kind']} {r['status'] or 'no answer'}" for r in item.requests)
+    return ", ".join(f"{_request(r)} {r['status'] or 'no answer'}" for r in item.requests)
+
+
+def _request(recorded: dict) -> str:
+    """`chat`, or `chat[stop]` for a shape beyond the default (older records have none)."""
+    shape = recorded.get("shape", DEFAULT)
+    return recorded["kind"] if shape == DEFAULT else f"{recorded['kind']}[{shape}]"
 
 
 def cells(item: ItemFindings) -> tuple[str, str, str, str]:

@@ -207,6 +207,27 @@ def compare_card(worker: WorkerView, card: ModelCard, model_name: str) -> list[V
     return problems
 
 
+def context_lengths(records: WorkerRecords, worker: WorkerView) -> list[Violation]:
+    """Each card's context length is the model's as the worker serves it: its config's, or
+    the --context-length it was started with (a worker seen only in discovery: not known).
+    A wrong one does not keep the model from serving, so it is judged with the answers."""
+    wanted = getattr(worker, "context_length", None)
+    if wanted is None:
+        return []
+    source = getattr(worker, "context_source", "")
+    return [
+        Violation(
+            WRONG_CARD,
+            worker.role,
+            f"{named(worker)} registered a card with context_length "
+            f"{card.raw.get('context_length')!r}, expected {wanted} (the model's: {source}); "
+            f"card {card.key}",
+        )
+        for card in records.cards
+        if card.raw.get("context_length") != wanted
+    ]
+
+
 def _identity(worker: WorkerView) -> str:
     """How a message names the process: its pid, or (a worker the harness did not start,
     seen only in discovery) what its view says instead."""

@@ -158,6 +158,7 @@ def after_ready(
     for worker in workers:
         records = worker_records(state, namespace, worker, workers)
         violations += checks.must_not_register(records, worker)
+        violations += checks.context_lengths(records, worker)
     violations += interference(state, namespace, workers, strays)
     violations += checks.cards_without_instances(state, namespace)
     violations += checks.non_loopback_addresses(state, namespace)
@@ -174,6 +175,8 @@ def bad_answer(reply: Reply, workers: Sequence[WorkerView]) -> Violation:
     return Violation(
         BAD_CONTENT,
         roles[0],
-        f"{reply.kind} answer of worker '{roles[0]}'{pipeline} broke its API: 200, but "
+        f"{reply.kind} answer (shape {reply.shape}) of worker '{roles[0]}'{pipeline} broke its "
+        f"API: 200, but "
         f"{reply.problem}; {reply.describe()}",
+        shape=reply.label,
     )

@@ -58,7 +58,7 @@ def set_aside_known(
 
 
 def _excuses(known: KnownViolation, violation: Violation, version: str, events: Events) -> bool:
-    if known.kind != violation.kind or not known.applies_to(version):
+    if not known.covers(violation.kind, violation.shape) or not known.applies_to(version):
         return False
     window = known.window
     return window is None or window.covers(violation.at, events.times(window.after))

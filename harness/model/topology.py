@@ -7,6 +7,10 @@ from dataclasses import dataclass
 
 from discovery_harness.model.contract import ExpectedCard
 
+# Which request shapes a topology sends (discovery_harness.serving.shapes): each kind's cheap
+# ones, or every one (where the kind is best exercised; the default run keeps its time).
+CHEAP_SHAPES, EVERY_SHAPE = "cheap", "every"
+
 
 @dataclass(frozen=True, kw_only=True)
 class KnownWindow:
@@ -43,9 +47,14 @@ class KnownViolation:
     reason: str
     window: KnownWindow | None = None
     cites: tuple[str, ...] = ()
+    # Only the violations of this request shape (a label like "image[n-2]"); None: any.
+    shape: str | None = None
 
     def applies_to(self, dynamo_version: str) -> bool:
         return dynamo_version in self.dynamo_versions
+
+    def covers(self, kind: str, shape: str | None) -> bool:
+        return kind == self.kind and (self.shape is None or shape == self.shape)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,6 +191,7 @@ class Topology:
     workers: tuple[WorkerSpec, ...]
     requests: tuple[str, ...]  # request kinds, see discovery_harness.serving.requests
     gpu: GpuProfile
+    shapes: str = CHEAP_SHAPES  # of each kind in requests: CHEAP_SHAPES or EVERY_SHAPE
     marks: tuple[str, ...] = ()  # pytest markers beyond the common ones
     timeout_s: int = 180  # CPU tier: ~3x the measured duration, rounded up
     known_violations: tuple[KnownViolation, ...] = ()

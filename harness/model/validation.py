@@ -8,7 +8,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from discovery_harness.model.assets import ASSET_KEYS
-from discovery_harness.model.topology import Placement, Topology, WorkerSpec
+from discovery_harness.model.topology import (
+    CHEAP_SHAPES,
+    EVERY_SHAPE,
+    Placement,
+    Topology,
+    WorkerSpec,
+)
 
 
 class CatalogueError(ValueError):
@@ -91,6 +97,10 @@ def topology_problems(topology: Topology) -> list[str]:
     ]
     if not topology.requests:
         problems.append(f"{name}: no request kind to prove it serves")
+    if topology.shapes not in (CHEAP_SHAPES, EVERY_SHAPE):
+        problems.append(
+            f"{name}: shapes {topology.shapes!r}, expected {CHEAP_SHAPES!r} or {EVERY_SHAPE!r}"
+        )
     if not topology.public_workers:
         problems.append(f"{name}: no public worker (the frontend would list nothing)")
     unpinned = [w.component for w in topology.workers if not w.pin_request_plane]

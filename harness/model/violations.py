@@ -33,6 +33,7 @@ class Violation:
     # When it happened (wall times of each occurrence, e.g. each 503's answer): what a known
     # violation's window is checked against; () where no single moment applies.
     at: tuple[float, ...] = ()
+    shape: str | None = None  # a bad answer's request shape ("image[n-2]")
 
     def __str__(self) -> str:
         return f"[{self.kind}] {self.message}"

@@ -49,6 +49,13 @@ def _live(base_url: str) -> bool:
     return False
 
 
+# The image-URL request shape names an image the harness serves on 127.0.0.1 (there is no
+# internet). Dynamo's media URL policy refuses http:// and loopback hosts unless this is set
+# (measured on 1.6.1: the frontend answers 400 "Invalid request" before any worker sees the
+# request; the same switch as dynamo/common/http/url_validator.py's for the workers).
+MEDIA_FROM_LOOPBACK = {"DYN_MM_ALLOW_INTERNAL": "1"}
+
+
 def start_frontend(
     endpoints: Endpoints,
     workdir: Path,
@@ -75,6 +82,7 @@ def start_frontend(
             dynamo_env.response_stream_host(LOOPBACK),
         ),
         **hugging_face_env(tier, scratch / "hf"),
+        **MEDIA_FROM_LOOPBACK,
         **(env or {}),
     }
     proc = ManagedProcess(

@@ -11,9 +11,18 @@ Per kind (the README's "What an answer must be" has the same as a table):
 - chat-stream, chat-image-stream: every line `data: ...`, JSON events, then one
   `data: [DONE]`, last; every event a chat.completion.chunk with one `id`, the requested
   `model`, choice `index` 0; the first delta says `role` assistant; non-empty content; the
-  last choice event, and only it, carries `finish_reason` (stop or length).
+  last choice event, and only it, carries `finish_reason` (stop or length); with
+  `stream_options.include_usage` one last chunk with empty choices carries the usage (as for
+  chat), without it none does.
 - completion: `object` text_completion, `id`, `model`, one choice with `index` 0, non-empty
-  `text`, `finish_reason` stop or length; `usage` as for chat.
+  `text`, `finish_reason` stop or length; `usage` as for chat. Streamed: as chat-stream, with
+  text_completion chunks carrying `text`.
+- every text kind: `usage.prompt_tokens` is the prompt's length under the model's own
+  tokenizer (chat: after its chat template; with an image, at least that); no text contains
+  a `stop` sequence it was asked to stop at.
+The pooling models' kinds are judged in discovery_harness.serving.pooled_answers, the media kinds in
+discovery_harness.serving.media_answers:
+
 - embedding: `object` list, `model`, one item per input in input order (`data[i].index` = i,
   `object` embedding), vectors non-empty, numeric, of one dimension, distinct for distinct
   inputs; `usage.prompt_tokens` > 0 and total_tokens >= prompt_tokens.
@@ -31,16 +40,12 @@ on hand-made answers (tests/test_answers.py).
 
 from __future__ import annotations
 
-import base64
-import binascii
-import io
 import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
 FINISH_REASONS = ("stop", "length")
-IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG", b"RIFF": "WebP"}
 
 
 @dataclass(frozen=True)
@@ -49,18 +54,31 @@ class Asked:
 
     model: str
     max_tokens: int = 8
-    inputs: tuple[str, ...] = ()  # embedding inputs
+    # The prompt's length under the model's tokenizer (and chat template); None: unknown
+    # (no local tokenizer). With images it is a floor: each image counts as its placeholder
+    # there, and as however many tokens the model's image processor makes of it in the answer.
+    prompt_tokens: int | None = None
+    prompt_tokens_floor: bool = False
+    counted_as: str = "the prompt under the model's tokenizer"  # how prompt_tokens was found
+    stop: tuple[str, ...] = ()  # stop sequences the text must not contain
+    include_usage: bool = False  # a stream's stream_options.include_usage
+    inputs: tuple[Any, ...] = ()  # embedding inputs: strings, or lists of token ids
+    dimension: int | None = None  # every vector's length: `dimensions`, else the hidden size
+    encoding: str = "float"  # embedding encoding_format
     documents: tuple[str, ...] = ()  # rerank documents
     top_n: int | None = None
+    return_documents: bool = True
     count: int = 1  # images
     size: tuple[int, int] | None = None  # width, height
+    context_length: int | None = None  # the listing's context_window
+    context_source: str = ""  # where that length comes from (the config, or a flag)
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _common(data: dict[str, Any], obj: str, asked: Asked) -> list[str]:
+def common(data: dict[str, Any], obj: str, asked: Asked) -> list[str]:
     problems = []
     if data.get("object") != obj:
         problems.append(f"object {data.get('object')!r}, expected {obj!r}")
@@ -78,9 +96,12 @@ def _usage(usage: Any, asked: Asked, finish: Any) -> list[str]:
     total = usage.get("total_tokens")
     if not (isinstance(prompt, int) and prompt > 0):
         return [f"usage.prompt_tokens {prompt!r}, expected > 0"]
+    problems = prompt_tokens(prompt, asked)
     if not (isinstance(completion, int) and 0 < completion <= asked.max_tokens):
-        return [f"usage.completion_tokens {completion!r}, expected 1..{asked.max_tokens}"]
-    problems = []
+        return [
+            *problems,
+            f"usage.completion_tokens {completion!r}, expected 1..{asked.max_tokens}",
+        ]
     if finish == "length" and completion != asked.max_tokens:
         problems.append(
             f"finish_reason length after {completion} tokens, max_tokens {asked.max_tokens}"
@@ -88,6 +109,26 @@ def _usage(usage: Any, asked: Asked, finish: Any) -> list[str]:
     if total != prompt + completion:
         problems.append(f"usage.total_tokens {total!r} != {prompt} + {completion}")
     return problems
+
+
+def prompt_tokens(counted: Any, asked: Asked) -> list[str]:
+    """usage.prompt_tokens against the prompt's length under the model's own tokenizer."""
+    wanted = asked.prompt_tokens
+    if wanted is None or not isinstance(counted, int):
+        return []
+    if asked.prompt_tokens_floor:
+        if counted >= wanted:
+            return []
+        return [f"usage.prompt_tokens {counted}, expected at least {wanted} ({asked.counted_as})"]
+    if counted == wanted:
+        return []
+    return [f"usage.prompt_tokens {counted}, expected {wanted} ({asked.counted_as})"]
+
+
+def _stopped(text: Any, asked: Asked) -> list[str]:
+    """A stop sequence ends the text before it: the answer never contains one."""
+    found = [stop for stop in asked.stop if isinstance(text, str) and stop in text]
+    return [f"text {text!r} contains the stop sequence(s) {found}"] if found else []
 
 
 def _one_choice(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -103,7 +144,7 @@ def _one_choice(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 def chat(data: dict[str, Any], asked: Asked) -> list[str]:
-    problems = _common(data, "chat.completion", asked)
+    problems = common(data, "chat.completion", asked)
     choice, found = _one_choice(data)
     problems += found
     message = choice.get("message") or {}
@@ -111,15 +152,17 @@ def chat(data: dict[str, Any], asked: Asked) -> list[str]:
         problems.append(f"message role {message.get('role')!r}, expected 'assistant'")
     if not (isinstance(message.get("content"), str) and message["content"]):
         problems.append("empty message content")
+    problems += _stopped(message.get("content"), asked)
     return problems + _usage(data.get("usage"), asked, choice.get("finish_reason"))
 
 
 def completion(data: dict[str, Any], asked: Asked) -> list[str]:
-    problems = _common(data, "text_completion", asked)
+    problems = common(data, "text_completion", asked)
     choice, found = _one_choice(data)
     problems += found
     if not (isinstance(choice.get("text"), str) and choice["text"]):
         problems.append("empty text")
+    problems += _stopped(choice.get("text"), asked)
     return problems + _usage(data.get("usage"), asked, choice.get("finish_reason"))
 
 
@@ -146,6 +189,16 @@ def sse_events(raw: str) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def chat_stream(raw: str, asked: Asked) -> list[str]:
+    return _stream(raw, asked, "chat.completion.chunk", chat_delta=True)
+
+
+def completion_stream(raw: str, asked: Asked) -> list[str]:
+    return _stream(raw, asked, "text_completion", chat_delta=False)
+
+
+def _stream(raw: str, asked: Asked, obj: str, *, chat_delta: bool) -> list[str]:
+    """A chat stream's chunks carry `delta`s (the first says role assistant), a completion
+    stream's carry `text`; both end in one finish_reason and, when asked, one usage chunk."""
     events, problems = sse_events(raw)
     if not events:
         return [*problems, "no events"]
@@ -153,18 +206,22 @@ def chat_stream(raw: str, asked: Asked) -> list[str]:
     if len(ids) != 1 or None in ids:
         problems.append(f"chunk ids {sorted(map(str, ids))}, expected one")
     objects = {event.get("object") for event in events}
-    if objects != {"chat.completion.chunk"}:
-        problems.append(f"objects {sorted(map(str, objects))}, expected chat.completion.chunk")
+    if objects != {obj}:
+        problems.append(f"objects {sorted(map(str, objects))}, expected {obj}")
     if {event.get("model") for event in events} != {asked.model}:
         problems.append(f"a chunk names another model than {asked.model!r}")
     choices = [c for event in events for c in event.get("choices") or []]
     if any(c.get("index") != 0 for c in choices):
         problems.append("a choice index other than 0")
-    if not choices or (choices[0].get("delta") or {}).get("role") != "assistant":
+    if chat_delta and (not choices or (choices[0].get("delta") or {}).get("role") != "assistant"):
         problems.append("the first delta does not say role 'assistant'")
-    text = "".join((c.get("delta") or {}).get("content") or "" for c in choices)
+    if chat_delta:
+        text = "".join((c.get("delta") or {}).get("content") or "" for c in choices)
+    else:
+        text = "".join(c.get("text") or "" for c in choices)
     if not text:
         problems.append(f"no streamed content ({len(events)} events)")
+    problems += _stopped(text, asked)
     finishes = [i for i, c in enumerate(choices) if c.get("finish_reason") is not None]
     if finishes != [len(choices) - 1]:
         problems.append(
@@ -172,109 +229,36 @@ def chat_stream(raw: str, asked: Asked) -> list[str]:
         )
     elif choices[-1]["finish_reason"] not in FINISH_REASONS:
         problems.append(f"finish_reason {choices[-1]['finish_reason']!r}")
-    return problems
+    finish = choices[-1].get("finish_reason") if choices else None
+    return problems + _stream_usage(events, asked, finish)
 
 
-def embedding(data: dict[str, Any], asked: Asked) -> list[str]:
-    problems = [] if data.get("object") == "list" else [f"object {data.get('object')!r}"]
-    if data.get("model") != asked.model:
-        problems.append(f"model {data.get('model')!r}, expected {asked.model!r}")
-    items = data.get("data") or []
-    if len(items) != len(asked.inputs):
-        return [*problems, f"{len(items)} embeddings for {len(asked.inputs)} inputs"]
-    indices = [item.get("index") for item in items]
-    if indices != list(range(len(items))):
-        problems.append(f"indices {indices}, expected {list(range(len(items)))} (input order)")
-    if any(item.get("object") != "embedding" for item in items):
-        problems.append("an item whose object is not 'embedding'")
-    vectors = [item.get("embedding") for item in items]
-    if not all(isinstance(v, list) and v and all(map(_is_number, v)) for v in vectors):
-        return [*problems, "an embedding that is not a non-empty list of numbers"]
-    dimensions = sorted({len(v) for v in vectors})
-    if len(dimensions) != 1:
-        problems.append(f"embeddings of dimensions {dimensions}, expected one")
-    if len(set(asked.inputs)) == len(asked.inputs) and len({tuple(v) for v in vectors}) < len(
-        vectors
-    ):
-        problems.append("distinct inputs got identical embeddings")
-    usage = data.get("usage") or {}
-    prompt = usage.get("prompt_tokens")
-    if not (isinstance(prompt, int) and prompt > 0 and (usage.get("total_tokens") or 0) >= prompt):
-        problems.append(f"usage {usage!r}: expected prompt_tokens > 0 <= total_tokens")
-    return problems
+def _stream_usage(events: list[dict[str, Any]], asked: Asked, finish: Any) -> list[str]:
+    """stream_options.include_usage: one more chunk before [DONE], with empty choices and the
+    whole request's usage (every other chunk's usage null); without it, no usage at all."""
+    with_usage = [i for i, event in enumerate(events) if event.get("usage") is not None]
+    if not asked.include_usage:
+        return [f"usage on chunk(s) {with_usage}, not asked for"] if with_usage else []
+    if with_usage != [len(events) - 1]:
+        return [f"usage on chunk(s) {with_usage} of {len(events)}, expected the last only"]
+    last = events[-1]
+    problems = [] if last.get("choices") == [] else ["the usage chunk carries choices"]
+    return problems + _usage(last["usage"], asked, finish)
 
 
-def rerank(data: Any, asked: Asked) -> list[str]:
-    results = data if isinstance(data, list) else (data or {}).get("results")
-    if not isinstance(results, list):
-        return ["no list of results"]
-    wanted = min(asked.top_n or len(asked.documents), len(asked.documents))
-    problems = [] if len(results) == wanted else [f"{len(results)} results, expected {wanted}"]
-    indices = [r.get("index") for r in results]
-    if not all(isinstance(i, int) and 0 <= i < len(asked.documents) for i in indices):
-        problems.append(f"indices {indices}, expected positions 0..{len(asked.documents) - 1}")
-    elif len(set(indices)) != len(indices):
-        problems.append(f"indices {indices} repeat a document")
-    else:
-        for result in results:
-            document = result.get("document")
-            text = document.get("text") if isinstance(document, dict) else document
-            if text is not None and text != asked.documents[result["index"]]:
-                problems.append(f"result for index {result['index']} carries document {text!r}")
-    scores = [r.get("relevance_score", r.get("score")) for r in results]
-    if not all(map(_is_number, scores)):
-        problems.append(f"scores {scores}, expected numbers")
-    elif scores != sorted(scores, reverse=True):
-        problems.append(f"scores {scores} not best first")
-    return problems
-
-
-def _media_bytes(item: dict[str, Any]) -> tuple[bytes | None, str | None]:
-    encoded = item.get("b64_json")
-    if not isinstance(encoded, str) or not encoded:
-        return None, "no b64_json"
-    try:
-        return base64.b64decode(encoded, validate=True), None
-    except (binascii.Error, ValueError):
-        return None, "b64_json is not base64"
-
-
-def image(data: dict[str, Any], asked: Asked) -> list[str]:
-    problems = [] if isinstance(data.get("created"), int) else ["no created time"]
-    items = data.get("data") or []
-    if len(items) != asked.count:
-        return [*problems, f"{len(items)} images, expected n={asked.count}"]
-    for index, item in enumerate(items):
-        raw, problem = _media_bytes(item)
-        if raw is None:
-            problems.append(f"image {index}: {problem}")
-            continue
-        kind = next((name for magic, name in IMAGE_MAGIC.items() if raw.startswith(magic)), None)
-        if kind is None:
-            problems.append(f"image {index} is not a PNG, JPEG or WebP ({raw[:8]!r})")
-            continue
-        from PIL import Image
-
-        size = Image.open(io.BytesIO(raw)).size
-        if asked.size and size != asked.size:
-            problems.append(
-                f"image {index} is {size[0]}x{size[1]}, asked for {asked.size[0]}x{asked.size[1]}"
-            )
-    return problems
-
-
-def video(data: dict[str, Any], asked: Asked) -> list[str]:
-    problems = _common(data, "video", asked)
-    if data.get("status") != "completed":
-        problems.append(f"status {data.get('status')!r}, expected 'completed'")
-    items = data.get("data") or []
-    if not items:
-        return [*problems, "no video in data[]"]
-    raw, problem = _media_bytes(items[0])
-    if raw is None:
-        problems.append(f"video: {problem}")
-    elif raw[4:8] != b"ftyp":
-        problems.append(f"video is not an MP4 (no ftyp box: {raw[:12]!r})")
-    if items[0].get("output_format") not in (None, "mp4"):
-        problems.append(f"output_format {items[0].get('output_format')!r}, expected mp4")
+def listing(data: dict[str, Any], asked: Asked) -> list[str]:
+    """GET /v1/models: the model listed once, as a `model` object whose context_window is the
+    model's context length (its config's, or the --context-length its workers serve)."""
+    entries = [m for m in data.get("data") or [] if isinstance(m, dict)]
+    mine = [m for m in entries if m.get("id") == asked.model]
+    if len(mine) != 1:
+        return [f"model {asked.model!r} listed {len(mine)} times, expected once"]
+    entry = mine[0]
+    problems = [] if entry.get("object") == "model" else [f"object {entry.get('object')!r}"]
+    window = entry.get("context_window")
+    if asked.context_length is not None and window != asked.context_length:
+        problems.append(
+            f"context_window {window!r}, expected {asked.context_length} "
+            f"(the model's: {asked.context_source})"
+        )
     return problems
