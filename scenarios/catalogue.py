@@ -753,7 +753,28 @@ LORA_P_D = Topology(
     assets=("lora",),
 )
 
-CATALOGUE: tuple[Topology, ...] = (
+# Before 1.1, Dynamo's GET /v1/models answered each model as {"object": "object"} with no
+# context window (measured on 0.7.1: `{"id": ..., "object": "object", "created": ...,
+# "owned_by": "nvidia"}`); the listing check (its OpenAI shape and the model's context length)
+# reports it on every topology of those releases without failing their registration verdicts.
+OLD_RELEASE_LISTING = KnownViolation(
+    kind=BAD_CONTENT,
+    dynamo_versions=("0.7.0", "0.7.1", "0.8.0", "0.8.1", "0.9.1", "1.0.2"),
+    reason="Dynamo before 1.1 lists each model with object 'object' and no context window "
+    "(the OpenAI model object says 'model'; the harness checks the context length since "
+    "issue 25)",
+    shape="listing[default]",
+    cites=("lib/llm/src/http/service/openai.rs (list_models_openai, before 1.1)",),
+)
+
+
+def _with_release_wide(topology: Topology) -> Topology:
+    """Every topology carries the known violations of a release's frontend, not of a mode."""
+    known = (*topology.known_violations, OLD_RELEASE_LISTING)
+    return dataclasses.replace(topology, known_violations=known)
+
+
+CATALOGUE: tuple[Topology, ...] = tuple(map(_with_release_wide, (
     AGGREGATED,
     DISAGGREGATED,
     EMBEDDING_TOPOLOGY,
@@ -768,7 +789,7 @@ CATALOGUE: tuple[Topology, ...] = (
     GATEWAY,
     LLM_DIFFUSION,
     LORA_P_D,
-)
+)))
 
 # Start paths of dynamo.sglang 1.6.1 that no topology takes, each with why (see
 # discovery_harness.judge.coverage: a start path neither covered nor listed here fails the guard).

@@ -118,16 +118,27 @@ def known_violations_table(catalogue: Catalogue | None = None) -> str:
         "| topology | violation | ai-dynamo | excused | why it is known | upstream |",
         "|---|---|---|---|---|---|",
     ]
-    for topology in catalogue.topologies:
-        for known in topology.known_violations:
-            versions = ", ".join(known.dynamo_versions)
-            window = known.window.describe() if known.window else "always"
-            if known.shape is not None:  # a bad answer of one request shape only
-                window = f"{known.shape} answers, {window}"
-            cites = ", ".join(known.cites) or "-"
-            lines.append(
-                row(topology.name, f"`{known.kind}`", versions, window, known.reason, cites)
-            )
+    topologies = catalogue.topologies
+    # One row for a release-wide violation every topology declares (the release's frontend).
+    everywhere = [
+        known
+        for known in (topologies[0].known_violations if topologies else ())
+        if all(known in topology.known_violations for topology in topologies)
+    ]
+    rows = [("every topology", known) for known in everywhere]
+    rows += [
+        (topology.name, known)
+        for topology in topologies
+        for known in topology.known_violations
+        if known not in everywhere
+    ]
+    for name, known in rows:
+        versions = ", ".join(known.dynamo_versions)
+        window = known.window.describe() if known.window else "always"
+        if known.shape is not None:  # a bad answer of one request shape only
+            window = f"{known.shape} answers, {window}"
+        cites = ", ".join(known.cites) or "-"
+        lines.append(row(name, f"`{known.kind}`", versions, window, known.reason, cites))
     return "\n".join(lines)
 
 
