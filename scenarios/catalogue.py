@@ -774,22 +774,27 @@ def _with_release_wide(topology: Topology) -> Topology:
     return dataclasses.replace(topology, known_violations=known)
 
 
-CATALOGUE: tuple[Topology, ...] = tuple(map(_with_release_wide, (
-    AGGREGATED,
-    DISAGGREGATED,
-    EMBEDDING_TOPOLOGY,
-    RERANK_TOPOLOGY,
-    MM_ENCODE_PD,
-    MM_ENCODE_P_D,
-    IMAGE_DIFFUSION,
-    VIDEO_GENERATION,
-    MM_NATIVE,
-    MM_NATIVE_P_D,
-    MULTINODE,
-    GATEWAY,
-    LLM_DIFFUSION,
-    LORA_P_D,
-)))
+CATALOGUE: tuple[Topology, ...] = tuple(
+    map(
+        _with_release_wide,
+        (
+            AGGREGATED,
+            DISAGGREGATED,
+            EMBEDDING_TOPOLOGY,
+            RERANK_TOPOLOGY,
+            MM_ENCODE_PD,
+            MM_ENCODE_P_D,
+            IMAGE_DIFFUSION,
+            VIDEO_GENERATION,
+            MM_NATIVE,
+            MM_NATIVE_P_D,
+            MULTINODE,
+            GATEWAY,
+            LLM_DIFFUSION,
+            LORA_P_D,
+        ),
+    )
+)
 
 # Start paths of dynamo.sglang 1.6.1 that no topology takes, each with why (see
 # discovery_harness.judge.coverage: a start path neither covered nor listed here fails the guard).
