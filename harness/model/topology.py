@@ -239,7 +239,9 @@ class Topology:
             self,
             workers=era.workers or tuple(map(era.shape, self.workers)),
             requests=self.requests if era.requests is None else era.requests,
-            known_violations=(),
+            # Each declaration names its releases: keep those of this one (e.g. a frontend's
+            # listing before 1.1), drop the rest.
+            known_violations=tuple(k for k in self.known_violations if k.applies_to(version)),
             eras=(),
             era=era,
             cpu_skip=era.cpu_skip or self.cpu_skip,
