@@ -3,9 +3,9 @@
 Adding a mode is adding an entry here: its workers (role, dynamo.sglang flags, model asset,
 expected component), the model card each must register, the requests that prove it serves, and
 its GPU profile (layouts on 1 and 2+ GPUs, caps for co-located workers, start order, timeouts).
-Contracts are those of ai-dynamo 1.6.1 (see README, "Topologies"); GPU layouts and caps follow
-Dynamo's own sglang GPU tests and launch scripts. Both tiers run the same flags: the CPU tier
-runs each topology's packed 1-GPU layout.
+Contracts are those of ai-dynamo 1.6.1 (generated as docs/topologies.md; notes in
+docs/modes.md); GPU layouts and caps follow Dynamo's own sglang GPU tests and launch scripts.
+Both tiers run the same flags: the CPU tier runs each topology's packed 1-GPU layout.
 """
 
 from __future__ import annotations
@@ -155,9 +155,10 @@ AGGREGATED = Topology(
     shapes=EVERY_SHAPE,  # every chat and completion shape: the plain path
 )
 
-# Finding 8 (README): after a prefill worker restarts, 1.6.1 lists the model again when the
-# prefill group is committed and activates the prefill route just after, in the background;
-# a request in between gets 503. Intermittent: excused only in the window after the listing.
+# Finding 8 (docs/findings.md): after a prefill worker restarts, 1.6.1 lists the model again
+# when the prefill group is committed and activates the prefill route just after, in the
+# background; a request in between gets 503. Intermittent: excused only in the window after the
+# listing.
 PREFILL_RESTART_503 = KnownViolation(
     kind=STATUS_503,
     dynamo_versions=("1.6.1",),

@@ -1,4 +1,5 @@
-"""The catalogue is well formed, and the README's contract table says what the catalogue says."""
+"""The catalogue is well formed, docs/topologies.md is what it generates, and whatever contract
+or GPU-layout rows the hand-written docs (README.md, docs/*.md) show are the catalogue's."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ from discovery_harness_scenarios.catalogue import (
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+# The hand-written docs: the README and every docs/*.md but the generated one.
+GENERATED_DOC = ROOT / "docs" / "topologies.md"
+HAND_WRITTEN = (README, *sorted(set((ROOT / "docs").glob("*.md")) - {GENERATED_DOC}))
 MM_FLAGS = " ".join(MULTIMODAL_FLAGS)
 
 
@@ -162,31 +166,44 @@ def test_docs_topologies_is_the_catalogue_generated():
     )
 
 
-def _readme_rows_like(table: str) -> tuple[list[str], list[str]]:
-    """(README rows shaped like the table's rows: a topology's name first, as many cells;
-    the generated rows)."""
+def _hand_written_rows_like(table: str) -> tuple[list[str], list[str]]:
+    """(rows of the hand-written docs shaped like the table's rows: a topology's name first,
+    as many cells, each prefixed with its file; the generated rows)."""
     generated = table.splitlines()[2:]
     width = generated[0].count(" | ")
     names = tuple(f"| {t.name} |" for t in CATALOGUE)
-    readme = [
-        line
-        for line in README.read_text().splitlines()
+    written = [
+        f"{doc.relative_to(ROOT)}: {line}"
+        for doc in HAND_WRITTEN
+        for line in doc.read_text().splitlines()
         if line.startswith(names) and line.count(" | ") == width
     ]
-    return readme, generated
+    return written, generated
 
 
-def test_what_the_readme_says_of_the_contracts_is_the_catalogue():
-    """Whatever contract rows README still shows are the catalogue's (the whole table is
-    docs/topologies.md, generated)."""
-    readme, generated = _readme_rows_like(topologies_table())
-    generated = [row.replace(f"`{MM_FLAGS} ", "MM + `") for row in generated]
-    assert [row for row in readme if row not in generated] == []
+def _not_generated(written: list[str], generated: list[str]) -> list[str]:
+    return [row for row in written if row.split(": ", 1)[1] not in generated]
 
 
-def test_what_the_readme_says_of_the_gpu_layouts_is_the_catalogue():
-    readme, generated = _readme_rows_like(gpu_table())
-    assert [row for row in readme if row not in generated] == []
+def test_what_the_docs_say_of_the_contracts_is_the_catalogue():
+    """Whatever contract rows README.md or a hand-written docs/*.md still shows are the
+    catalogue's (the whole table is docs/topologies.md, generated)."""
+    written, generated = _hand_written_rows_like(topologies_table())
+    generated += [row.replace(f"`{MM_FLAGS} ", "MM + `") for row in generated]
+    assert _not_generated(written, generated) == []
+
+
+def test_what_the_docs_say_of_the_gpu_layouts_is_the_catalogue():
+    written, generated = _hand_written_rows_like(gpu_table())
+    assert _not_generated(written, generated) == []
+
+
+def test_a_wrong_row_in_a_hand_written_doc_is_found():
+    """The row check can fail: a GPU-layout row with another VRAM figure is not the
+    catalogue's."""
+    written, generated = _hand_written_rows_like(gpu_table())
+    wrong = "docs/gpu.md: " + generated[0].replace(" GiB |", " GiB (wrong) |", 1)
+    assert _not_generated([*written, wrong], generated) == [wrong]
 
 
 def test_a_topology_the_cpu_tier_cannot_run_is_skipped_there_with_its_reason():

@@ -13,7 +13,7 @@ Costs (this machine): the stack's first build downloads and installs 11 GB in ab
 (kept in build/rehearsal/, reused while its inputs are unchanged); each rehearsal then takes
 about 2 min (108 s: the wheel, preflight, the libraries, 26 scenarios in 76 s). Marked
 `cuda_rehearsal` (not nightly): `.ci/run` leaves it out, the nightly workflow runs it; by hand
-`sudo .venv/bin/python -m pytest -m cuda_rehearsal` (README "The CPU tier in the CUDA build").
+`sudo .venv/bin/python -m pytest -m cuda_rehearsal` (docs/ci.md "The CPU tier in the CUDA build").
 """
 
 from __future__ import annotations

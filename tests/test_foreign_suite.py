@@ -105,12 +105,13 @@ def test_my_change_keeps_multimodal_discovery(discovery_deployment):
     assert discovery_deployment.model in [m["id"] for m in listed["data"]]
     reply = discovery_deployment.send("chat-image")  # an image and a question, judged
     assert reply.ok, reply.problem
-'''  # README "Using it from another test suite", word for word
+'''  # docs/ci.md "Using it from another test suite", word for word
 
 
-def test_the_readme_shows_the_example_this_module_runs():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert "```python\n" + ASKS_FOR_A_TOPOLOGY.lstrip("\n") + "```" in readme
+def test_the_docs_show_the_example_this_module_runs():
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "ci.md").read_text()
+    section = doc.split("## Using it from another test suite", 1)[1].split("\n## ", 1)[0]
+    assert "```python\n" + ASKS_FOR_A_TOPOLOGY.lstrip("\n") + "```" in section
 
 
 def foreign_suite(root: Path, *, asks_for_a_topology: bool = False) -> Path:

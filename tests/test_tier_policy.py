@@ -40,7 +40,8 @@ def test_the_deadlines_row_says_the_deadlines_a_run_uses(tier: TierPolicy):
 
 
 def test_the_cpu_tiers_defaults_are_the_measured_ones():
-    """The numbers the README and the option help give (issue 17: the table said 120/20)."""
+    """The numbers docs/layout.md ("Deadlines") and the option help give (issue 17: the table
+    said 120/20)."""
     assert _row("deadlines")["cpu"].startswith(
         "register 30 s from the template, 120 s fresh, card grace 5 s"
     )

@@ -1,5 +1,5 @@
 """The GitHub workflows: where GitHub runs them, lint-clean under actionlint, and doing what
-the README and the GPU tier promise."""
+the README, docs/ci.md and the GPU tier promise."""
 
 from __future__ import annotations
 
@@ -139,11 +139,11 @@ def test_dynamos_pipeline_calls_one_job_in_the_image_under_test():
     assert 'TIER=cpu exec bash "$(dirname "${BASH_SOURCE[0]}")/gpu-job.sh"' in cpu_job
 
 
-def test_the_readmes_lines_for_dynamos_ci_pass_actionlint(actionlint, tmp_path):
-    """README "Using it in Dynamo's CI": the step for the gpu_0 job and the job calling the
+def test_the_ci_docs_lines_for_dynamos_ci_pass_actionlint(actionlint, tmp_path):
+    """docs/ci.md "Using it in Dynamo's CI": the step for the gpu_0 job and the job calling the
     reusable workflow, each placed in a minimal workflow as they would sit in Dynamo's."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Using it in Dynamo's CI", 1)[1].split("\n### ", 1)[0]
+    doc = (ROOT / "docs" / "ci.md").read_text()
+    section = doc.split("## Using it in Dynamo's CI", 1)[1].split("\n## ", 1)[0]
     step, job = [b.split("```", 1)[0] for b in section.split("```yaml\n")[1:3]]
     assert "ci/dynamo-cpu-job.sh" in step and "workflows/dynamo.yml@" in job
     hosts = {

@@ -44,7 +44,7 @@ def parse(text: str, requirements: Path | None = None) -> list[str]:
     if unknown:
         raise UnknownRelease(
             f"--releases: no requirements for ai-dynamo {', '.join(unknown)} "
-            f"(known: {', '.join(runnable)}; see README 'Adding a release')"
+            f"(known: {', '.join(runnable)}; see docs/history.md 'Adding a release')"
         )
     return sorted(dict.fromkeys(wanted), key=Version)
 

@@ -2,7 +2,7 @@
 frontend serves it) promises, not only "non-empty". A worker that registers right and answers
 200 with a wrong answer is a broken deployment too.
 
-Per kind (the README's "What an answer must be" has the same as a table):
+Per kind (docs/checks.md, "What an answer must be", has the same as a table):
 
 - chat, chat-image: `object` chat.completion, an `id`, `model` = the requested name, one
   choice with `index` 0, `message.role` assistant, non-empty `message.content`,
