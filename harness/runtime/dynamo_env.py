@@ -38,7 +38,7 @@ class DynamoEnvError(ValueError):
 
 def interpreter(path: str | Path) -> Path:
     """A venv directory or a python executable, as the interpreter path."""
-    candidate = Path(path).expanduser()
+    candidate = Path(path).expanduser().absolute()  # workers run elsewhere
     python = candidate / "bin" / "python" if candidate.is_dir() else candidate
     if not python.is_file():
         raise DynamoEnvError(
