@@ -49,6 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-build", action="store_true", help="do not build missing release environments"
     )
     parser.add_argument(
+        "--dynamo-src",
+        default=None,
+        metavar="DIR",
+        help="run a Dynamo checkout's components/src over each release's runtime and sglang "
+        "(docs/your-checkout.md)",
+    )
+    parser.add_argument(
         "--drop-built",
         action="store_true",
         help="remove an environment this run built once its release ran (CI disks hold ~2.5 GB "
@@ -88,7 +95,8 @@ def _one_release(
             except dynamo_env.DynamoEnvError as failed:
                 return ReleaseRun(release, "-", error=str(failed))
     say(f"history: ai-dynamo {release}: running {len(topologies)} topologies ...")
-    run = run_release(release, topologies, envs_dir, out_dir, [])
+    extra = ["--dynamo-src", args.dynamo_src] if args.dynamo_src else []
+    run = run_release(release, topologies, envs_dir, out_dir, extra)
     if built and args.drop_built:
         shutil.rmtree(envs_dir / f"dynamo-{release}", ignore_errors=True)
     outcome = run.error or f"{len(run.findings)} topologies"
