@@ -138,9 +138,10 @@ def _use_checkout(config: pytest.Config, report: report_run.RunReport | None) ->
     given = options.value(config, "dynamo_src")
     if not given:
         return []
+    lines: list[str] = []
     if hasattr(config, "workerinput"):
         os.environ[dynamo_src.ENV_VARIABLE] = str(Path(given).expanduser().absolute())
-        checkout, lines = dynamo_src.read(given), []
+        checkout = dynamo_src.read(given)
     else:
         checkout, lines = dynamo_src.use(
             given,

@@ -124,8 +124,10 @@ def read(path: str | Path) -> Checkout:
     version, pin = _pyproject(root)
     commit = _git(root, "rev-parse", "--verify", "-q", "HEAD")
     subject = _git(root, "log", "-1", "--format=%s") if commit else None
-    status = _git(root, "status", "--porcelain", "--", str(SRC), "pyproject.toml")
-    dirty = bool(status) if commit else None
+    status = _git(root, "status", "--porcelain", "--", str(SRC), "pyproject.toml") or ""
+    # Python's own bytecode caches (written by the run itself) are not a change
+    changes = [line for line in status.splitlines() if "__pycache__" not in line]
+    dirty = bool(changes) if commit else None
     return Checkout(root, version, pin, commit, subject, dirty)
 
 
