@@ -28,8 +28,9 @@ from discovery_harness.history.stability import (
     Stable,
     judge_stably,
 )
-from discovery_harness.runtime import dynamo_env, dynamo_src
-from discovery_harness.runtime.dynamo_src import Candidate, Checkout
+from discovery_harness.runtime import dynamo_env, dynamo_fit, dynamo_src
+from discovery_harness.runtime.dynamo_fit import Candidate
+from discovery_harness.runtime.dynamo_src import Checkout
 from tests import dynamo_trees
 from tests.inner_pytest import run_cli, run_pytest
 
@@ -53,16 +54,16 @@ CANDIDATES = [
 
 
 def test_the_environment_of_the_checkouts_minor_release_is_chosen_pin_first():
-    choice = dynamo_src.choose(_checkout("0.7.0", "0.5.5"), CANDIDATES)
+    choice = dynamo_fit.choose(_checkout("0.7.0", "0.5.5"), CANDIDATES)
     assert choice.env.version == "0.7.0"  # the pin decides within the minor
     assert "same minor release" in choice.reason and "sglang 0.5.5 as pinned" in choice.reason
-    newest = dynamo_src.choose(_checkout("0.7.3", "0.5.9"), CANDIDATES)
+    newest = dynamo_fit.choose(_checkout("0.7.3", "0.5.9"), CANDIDATES)
     assert newest.env.version == "0.7.1"  # no pin matches: the newest patch
     assert "the checkout pins 0.5.9" in newest.reason
 
 
 def test_without_an_environment_of_its_minor_the_nearest_is_chosen_and_the_reason_says_so():
-    choice = dynamo_src.choose(_checkout("1.7.0", "0.5.22"), CANDIDATES)
+    choice = dynamo_fit.choose(_checkout("1.7.0", "0.5.22"), CANDIDATES)
     assert choice.env.version == "1.6.1"
     assert "no environment of the checkout's minor release (1.7.0" in choice.reason
     assert "0.7.0, 0.7.1, 1.5.1, 1.6.1" in choice.reason and "--dynamo-env" in choice.reason
@@ -71,7 +72,7 @@ def test_without_an_environment_of_its_minor_the_nearest_is_chosen_and_the_reaso
 def test_dynamo_env_overrides_the_choice(tmp_path: Path):
     tree = dynamo_trees.make_tree(tmp_path / "tree")
     checkout = dynamo_src.read(tree)
-    assert dynamo_src.choose_env(checkout, OWN.python).reason == "given by --dynamo-env"
+    assert dynamo_fit.choose_env(checkout, OWN.python).reason == "given by --dynamo-env"
 
 
 def test_a_checkout_says_its_pins_commit_and_whether_it_is_dirty(tmp_path: Path):

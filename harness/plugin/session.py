@@ -21,6 +21,7 @@ from discovery_harness.processes.managed import install_cleanup_handlers
 from discovery_harness.report import pytest_run as report_run
 from discovery_harness.runtime import (
     dynamo_env,
+    dynamo_fit,
     dynamo_src,
     gpu_probe,
     gpu_session,
@@ -143,7 +144,7 @@ def _use_checkout(config: pytest.Config, report: report_run.RunReport | None) ->
         os.environ[dynamo_src.ENV_VARIABLE] = str(Path(given).expanduser().absolute())
         checkout = dynamo_src.read(given)
     else:
-        checkout, lines = dynamo_src.use(
+        checkout, lines = dynamo_fit.use(
             given,
             os.environ.get(dynamo_env.ENV_VARIABLE),
             probe_imports=not config.option.collectonly,

@@ -25,7 +25,7 @@ from discovery_harness.model.violations import ContractFailure
 from discovery_harness.processes import ports
 from discovery_harness.processes.infra import PROVIDERS, InfraUnavailable
 from discovery_harness.processes.managed import install_cleanup_handlers
-from discovery_harness.runtime import dynamo_env, dynamo_src, spawn, tier, usage
+from discovery_harness.runtime import dynamo_env, dynamo_fit, dynamo_src, spawn, tier, usage
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -61,7 +61,7 @@ def up_command(args: argparse.Namespace) -> int:
     try:
         chosen = tier.choose(args.tier).tier
         if args.dynamo_src:
-            _, lines = dynamo_src.use(args.dynamo_src, os.environ.get(dynamo_env.ENV_VARIABLE))
+            _, lines = dynamo_fit.use(args.dynamo_src, os.environ.get(dynamo_env.ENV_VARIABLE))
             for line in lines:
                 print(f"harness up: {line}", flush=True)
         version = dynamo_env.active().version
