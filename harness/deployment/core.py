@@ -40,12 +40,7 @@ from discovery_harness.judge.verdict import Verdict, set_aside_known
 from discovery_harness.model.events import Events
 from discovery_harness.model.records import ModelCard
 from discovery_harness.model.topology import Scenario, Topology, WorkerSpec
-from discovery_harness.model.violations import (
-    MISFIT,
-    NEVER_REGISTERED,
-    WORKER_EXITED,
-    Violation,
-)
+from discovery_harness.model.violations import MISFIT, START_FAILED, WORKER_EXITED, Violation
 from discovery_harness.processes import ports
 from discovery_harness.runtime import dynamo_env
 from discovery_harness.runtime.frontend import Frontend
@@ -202,9 +197,7 @@ class Deployment:
         violations += judged.card_violations(
             state, self.namespace, self.model_name, self.workers, self.strays
         )
-        registered = not any(
-            v.kind in (NEVER_REGISTERED, WORKER_EXITED, MISFIT) for v in violations
-        )
+        registered = not any(v.kind in START_FAILED for v in violations)
         if registered and self.topology.public_workers:
             serving = self._serving()
             violations += readiness.await_served(

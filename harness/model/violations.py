@@ -23,6 +23,7 @@ LORA_REFUSED = "lora-refused"  # a worker answered a LoRA load/unload with an er
 # --dynamo-src: the checkout's Python and the runtime under it disagree (a keyword the runtime
 # rejects at registration): not a violation of the code's contract, the pair cannot run.
 MISFIT = "checkout-runtime-misfit"
+START_FAILED = (NEVER_REGISTERED, WORKER_EXITED, MISFIT)  # no card to judge the rest by
 
 
 @dataclass(frozen=True)
