@@ -64,6 +64,24 @@ def installed_hashes() -> dict[str, str]:
     }
 
 
+def _call_in(source: str, function: str, names: tuple[str, ...]) -> ast.Call:
+    tree = ast.parse(source)
+    outer = next(
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.AsyncFunctionDef | ast.FunctionDef) and n.name == function
+    )
+    return next(
+        n
+        for n in ast.walk(outer)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names
+    )
+
+
+def _offset(source: str, line: int, column: int) -> int:
+    return sum(len(text) for text in source.splitlines(keepends=True)[: line - 1]) + column
+
+
 def skip_registration(
     root: Path, module: str = "sglang/init_multimodal.py", function: str = "init_multimodal_worker"
 ) -> Path:
@@ -71,24 +89,26 @@ def skip_registration(
     `asyncio.sleep(0)`, so a gather around it still serves)."""
     path = root / SRC / "dynamo" / module
     source = path.read_text()
-    tree = ast.parse(source)
-    init = next(
-        n
-        for n in ast.walk(tree)
-        if isinstance(n, ast.AsyncFunctionDef | ast.FunctionDef) and n.name == function
-    )
-    call = next(
-        n
-        for n in ast.walk(init)
-        if isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Name)
-        and n.func.id in REGISTRATION_CALLS
-    )
-    lines = source.splitlines(keepends=True)
+    call = _call_in(source, function, REGISTRATION_CALLS)
     assert call.end_lineno is not None and call.end_col_offset is not None
-    start = sum(len(line) for line in lines[: call.lineno - 1]) + call.col_offset
-    end = sum(len(line) for line in lines[: call.end_lineno - 1]) + call.end_col_offset
+    start = _offset(source, call.lineno, call.col_offset)
+    end = _offset(source, call.end_lineno, call.end_col_offset)
     path.write_text(source[:start] + "asyncio.sleep(0)  # #4486: never registers" + source[end:])
+    return path
+
+
+def keyword_the_runtime_lacks(
+    root: Path, keyword: str = "harness_next_runtime_keyword"
+) -> Path:
+    """The registration passes a keyword the installed runtime's register_model does not
+    take (a checkout written for a newer runtime): it shows only at run time."""
+    path = root / SRC / "dynamo" / "sglang" / "register.py"
+    source = path.read_text()
+    call = _call_in(source, "_register_model_with_runtime_config", ("register_model",))
+    last = call.keywords[-1].value
+    assert last.end_lineno is not None and last.end_col_offset is not None
+    end = _offset(source, last.end_lineno, last.end_col_offset)  # after its last argument
+    path.write_text(source[:end] + f", {keyword}=True" + source[end:])
     return path
 
 

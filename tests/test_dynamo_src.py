@@ -110,13 +110,13 @@ def test_the_checkouts_src_goes_first_on_every_dynamo_processs_path(monkeypatch,
 
 def test_a_keyword_the_runtime_rejects_in_a_worker_log_is_a_misfit(monkeypatch, tmp_path):
     log = (
-        "Traceback (most recent call last):\n"
-        "TypeError: register_model() got an unexpected keyword argument 'needs'\n"
+        "2026-12-05T07:00:00Z ERROR register: Failed to register with runtime config: "
+        "register_model() got an unexpected keyword argument 'needs'\n"
     )
     assert dynamo_src.misfit_in_log(log) is None  # an installed release: its pair fits
     monkeypatch.setenv(dynamo_src.ENV_VARIABLE, str(dynamo_trees.make_tree(tmp_path / "t")))
     assert dynamo_src.misfit_in_log(log) == (
-        "TypeError: register_model() got an unexpected keyword argument 'needs'"
+        "register_model() got an unexpected keyword argument 'needs'"
     )
     message = dynamo_src.runtime_misfit("worker", dynamo_src.misfit_in_log(log) or "")
     assert message.startswith("checkout and runtime do not fit: worker 'worker'")
@@ -402,6 +402,24 @@ def test_4486_in_a_checkout_fails_never_registered_and_the_clean_tree_is_conform
     assert broken.returncode == 1, output[-3000:]
     assert "[never-registered] worker 'mm-worker'" in output
     assert dynamo_trees.installed_hashes() == installed
+
+
+@pytest.mark.e2e
+@pytest.mark.nightly
+@pytest.mark.timeout(320)
+def test_a_keyword_the_runtime_rejects_at_registration_is_a_misfit_not_never_registered(
+    tmp_path: Path,
+):
+    """Seen only at run time: dynamo.sglang logs the refused registration and serves on."""
+    tree = dynamo_trees.make_tree(tmp_path / "tree")
+    dynamo_trees.keyword_the_runtime_lacks(tree)
+    code, output, report = _deploy_tree(tree, "aggregated", tmp_path / "reports")
+    assert code == 1, output[-3000:]
+    assert "[checkout-runtime-misfit] checkout and runtime do not fit: worker 'worker'" in output
+    assert "unexpected keyword argument 'harness_next_runtime_keyword'" in output
+    assert "[never-registered]" not in output
+    kinds = {v["kind"] for d in report["deployments"] for v in d["violations"]}
+    assert kinds == {"checkout-runtime-misfit"}
 
 
 @pytest.mark.e2e

@@ -149,7 +149,8 @@ def with_checkout(env: dict[str, str]) -> dict[str, str]:
 
 
 _RUNTIME_MISFITS = (
-    re.compile(r"TypeError: .*unexpected keyword argument '\w+'"),
+    # dynamo.sglang logs a failed registration and serves on ("Failed to register ...: ")
+    re.compile(r"[\w.]+\(\) got an unexpected keyword argument '\w+'"),
     re.compile(r"ImportError: cannot import name '\w+' from '(dynamo\.(_core|llm|runtime)|sglang)"),
     re.compile(r"ValueError: .*worker_type.*"),
 )
