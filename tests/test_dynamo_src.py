@@ -26,7 +26,6 @@ from discovery_harness.history.stability import (
     DETERMINISTIC,
     INTERMITTENT,
     Stable,
-    judge_stably,
 )
 from discovery_harness.runtime import dynamo_env, dynamo_fit, dynamo_src
 from discovery_harness.runtime.dynamo_fit import Candidate
@@ -121,20 +120,6 @@ def test_a_keyword_the_runtime_rejects_in_a_worker_log_is_a_misfit(monkeypatch, 
     message = dynamo_src.runtime_misfit("worker", dynamo_src.misfit_in_log(log) or "")
     assert message.startswith("checkout and runtime do not fit: worker 'worker'")
     assert f"ai-dynamo {OWN.version}" in message
-
-
-def test_a_verdict_is_rerun_until_two_runs_agree():
-    def scripted(*runs: set[str]):
-        queue = [frozenset(r) for r in runs]
-        return lambda: queue.pop(0)
-
-    assert judge_stably(scripted(set())).outcome == CONFORMANT  # conformant: one run
-    steady = judge_stably(scripted({"a: never-registered w"}, {"a: never-registered w"}))
-    assert (steady.outcome, steady.runs) == (DETERMINISTIC, 2)
-    assert "(deterministic, 2/2)" in steady.describe()
-    flaky = judge_stably(scripted({"a: 503-after-ready"}, set(), {"a: 503-after-ready"}))
-    assert (flaky.outcome, flaky.runs) == (INTERMITTENT, 3)
-    assert "a: 503-after-ready (intermittent 2/3)" in flaky.describe()
 
 
 # --- bisect over a generated history --------------------------------------------------------

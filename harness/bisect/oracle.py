@@ -25,6 +25,7 @@ from discovery_harness.history.stability import (
     DETERMINISTIC,
     INTERMITTENT,
     Stable,
+    finding_keys,
     judge_stably,
 )
 from discovery_harness.model.violations import MISFIT as MISFIT_KIND
@@ -87,8 +88,7 @@ def violation_keys(findings: dict[str, ItemFindings]) -> frozenset[str]:
         misfits = [v for v in item.violations if v.get("kind") == MISFIT_KIND]
         if misfits:
             raise Unjudgeable(MISFIT, str(misfits[0].get("message", "")).splitlines()[0])
-        found = {f"{topology}: {v['kind']} {v.get('role') or ''}".strip() for v in item.violations}
-        keys |= found or {f"{topology}: {item.outcome} ({item.reason[:120]})"}
+        keys |= finding_keys(topology, item)
     return frozenset(keys)
 
 

@@ -18,6 +18,7 @@ from xml.etree import ElementTree
 
 from discovery_harness.common import locations
 from discovery_harness.history.record import ItemFindings
+from discovery_harness.history.stability import finding_keys, rate
 from discovery_harness.runtime import dynamo_env, gpus
 
 CONFORMANCE_TEST = "test_registers_and_serves"
@@ -65,6 +66,36 @@ def run_release(
         run.error = f"pytest exited {code} without a report; see {log}"
         return run
     run.findings, run.seconds = read_junit(junit)
+    return run
+
+
+def rerun_failed(
+    run: ReleaseRun, envs_dir: Path, out_dir: Path, extra: list[str], most: int
+) -> ReleaseRun:
+    """The release's failed topologies run again (each run's files in a folder of its own,
+    the first run's report kept), until two runs agree, `most` runs in all: each failed cell
+    then says whether its violations are deterministic or a window seen k of N times."""
+    if run.error or most < 2:
+        return run
+    runs = {
+        topology: [finding_keys(topology, item)]
+        for topology, item in run.findings.items()
+        if item.outcome in ("failed", "error")
+    }
+    for attempt in range(2, most + 1):
+        todo = [t for t, keys in runs.items() if len(keys) < 2 or keys[0] != keys[1]]
+        if not todo:
+            break
+        again_dir = out_dir / "reruns" / f"{run.release}-run{attempt}"
+        again_dir.mkdir(parents=True, exist_ok=True)
+        again = run_release(run.release, todo, envs_dir, again_dir, extra)
+        if again.error:
+            break
+        for topology in todo:
+            found = again.findings.get(topology)
+            runs[topology].append(finding_keys(topology, found) if found else runs[topology][0])
+    for topology, keys in runs.items():
+        run.findings[topology].stability = rate(keys)
     return run
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from discovery_harness.history.record import ItemFindings
+
 CONFORMANT, DETERMINISTIC, INTERMITTENT = "conformant", "deterministic", "intermittent"
 DEFAULT_RUNS = 3
 
@@ -65,3 +67,21 @@ def judge_stably(once: Callable[[], frozenset[str]], most: int = DEFAULT_RUNS) -
         for key in found:
             seen[key] = seen.get(key, 0) + 1
     return Stable(len(runs), seen)
+
+
+def finding_keys(topology: str, item: ItemFindings) -> frozenset[str]:
+    """One short key per violation of a failed item ("topology: kind role"); a failed item
+    with none, its outcome and first line; nothing for a passed or skipped one."""
+    if item.outcome in ("passed", "skipped"):
+        return frozenset()
+    found = {f"{topology}: {v['kind']} {v.get('role') or ''}".strip() for v in item.violations}
+    return frozenset(found or {f"{topology}: {item.outcome} ({item.reason[:120]})"})
+
+
+def rate(runs: list[frozenset[str]]) -> str:
+    """A failed item's stability over its runs: deterministic when every run saw its first
+    run's violations, else intermittent with how many runs failed."""
+    failed = sum(1 for keys in runs if keys)
+    if all(keys == runs[0] for keys in runs):
+        return f"deterministic {failed}/{len(runs)}"
+    return f"intermittent {failed}/{len(runs)}"
