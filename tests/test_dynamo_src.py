@@ -334,13 +334,16 @@ def test_a_checkout_that_imports_what_the_runtime_lacks_is_refused_before_any_wo
     assert "never-registered" not in output
 
 
-def _deploy_tree(tree: Path, topology: str, reports: Path) -> tuple[int, str, dict]:
+def _deploy_tree(
+    tree: Path, topology: str, reports: Path, *extra: str
+) -> tuple[int, str, dict]:
     result = run_pytest(
         "-q",
         f"scenarios/test_topologies.py::test_registers_and_serves[{topology}]",
         "--dynamo-src",
         str(tree),
         f"--report-dir={reports}",
+        *extra,
         timeout=280,
     )
     report = json.loads((reports / "report.json").read_text())
@@ -348,17 +351,26 @@ def _deploy_tree(tree: Path, topology: str, reports: Path) -> tuple[int, str, di
 
 
 @pytest.mark.e2e
-@pytest.mark.pre_merge
 @pytest.mark.timeout(320)
+@pytest.mark.parametrize(
+    "spawn",
+    [
+        pytest.param("zygote", marks=pytest.mark.pre_merge),
+        pytest.param("fresh", marks=pytest.mark.nightly),
+    ],
+)
 def test_the_checkouts_code_is_what_runs_a_worker_that_skips_registration_there_fails(
-    tmp_path: Path,
+    tmp_path: Path, spawn: str
 ):
     """The tree's init_llm.init_decode no longer registers: the aggregated worker, forked
-    from a template that pre-imported the tree, is never-registered; nothing installed moved."""
+    from a template that pre-imported the tree (or started fresh), is never-registered;
+    nothing installed moved."""
     installed = dynamo_trees.installed_hashes()
     tree = dynamo_trees.make_tree(tmp_path / "tree")
     dynamo_trees.skip_registration(tree, "sglang/init_llm.py", "init_decode")
-    code, output, report = _deploy_tree(tree, "aggregated", tmp_path / "reports")
+    code, output, report = _deploy_tree(
+        tree, "aggregated", tmp_path / "reports", "--spawn", spawn
+    )
     assert code == 1, output[-3000:]
     assert f"discovery harness: checkout: {tree}" in output
     assert "checkout import probe: ok" in output and str(tree / "components") in output
@@ -436,3 +448,37 @@ def test_bisect_of_a_generated_history_names_the_breaking_commit(tmp_path: Path)
     assert "-> skip (checkout and runtime do not fit" in output
     assert _repo_state(repo) == before
     assert subprocess.run(["git", "-C", str(repo), "worktree", "prune", "-n"]).returncode == 0
+
+
+def test_ctrl_c_during_a_bisect_removes_its_worktree_and_leaves_the_repo(
+    tmp_path: Path, monkeypatch, capsys
+):
+    from discovery_harness.model.catalogue import load
+
+    repo = tmp_path / "dynamo"
+    hashes = _history(repo)
+    before = _repo_state(repo)
+    judged: list[str] = []
+    real_worktree = bisect_git.worktree
+
+    def patched(source: Path, rev: str):
+        manager = real_worktree(source, rev)
+        tree = manager.__enter__()
+        judge = _fake_judge(tree)
+
+        def interrupted(self: Oracle, commit: Commit) -> Judgement:
+            judged.append(commit.hash)
+            if len(judged) == 3:  # the first step, after both ends
+                raise KeyboardInterrupt
+            return judge(self, commit)
+
+        monkeypatch.setattr(Oracle, "judge", interrupted)
+        return _Entered(manager, tree)
+
+    monkeypatch.setattr(bisect_git, "worktree", patched)
+    code = bisect_command.bisect_command(
+        _bisect_args(repo, hashes[0], hashes[-1], tmp_path / "out"), load()
+    )
+    assert code == 130
+    assert "interrupted; its worktree removed" in capsys.readouterr().out
+    assert _repo_state(repo) == before
