@@ -165,9 +165,10 @@ def _fake_judge(tree: Path):
     return judge
 
 
-def _repo_state(repo: Path) -> tuple[str, str, str]:
+def _repo_state(repo: Path) -> tuple[str, str, str, str]:
     return (
         dynamo_trees.git(repo, "rev-parse", "HEAD"),
+        dynamo_trees.git(repo, "for-each-ref"),  # no refs/bisect left behind
         dynamo_trees.git(repo, "status", "--porcelain"),
         dynamo_trees.git(repo, "worktree", "list", "--porcelain"),
     )
