@@ -46,9 +46,12 @@ def pyproject(version: str | None = None, pin: str | None = None) -> str:
     )
 
 
-def make_tree(root: Path) -> Path:
-    """A checkout-shaped tree at root from the installed wheel's files."""
+def make_tree(root: Path, only: tuple[str, ...] = ()) -> Path:
+    """A checkout-shaped tree at root from the installed wheel's files (`only` these
+    dynamo/* folders: a smaller tree for what deploys nothing)."""
     for file in wheel_files():
+        if only and file.parts[1] not in only:
+            continue
         target = root / SRC / Path(*file.parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(file.locate(), target)

@@ -69,13 +69,13 @@ def test_without_an_environment_of_its_minor_the_nearest_is_chosen_and_the_reaso
 
 
 def test_dynamo_env_overrides_the_choice(tmp_path: Path):
-    tree = dynamo_trees.make_tree(tmp_path / "tree")
+    tree = dynamo_trees.make_tree(tmp_path / "tree", ("sglang",))
     checkout = dynamo_src.read(tree)
     assert dynamo_fit.choose_env(checkout, OWN.python).reason == "given by --dynamo-env"
 
 
 def test_a_checkout_says_its_pins_commit_and_whether_it_is_dirty(tmp_path: Path):
-    tree = dynamo_trees.make_tree(tmp_path / "tree")
+    tree = dynamo_trees.make_tree(tmp_path / "tree", ("sglang",))
     checkout = dynamo_src.read(tree)
     assert (checkout.version, checkout.sglang_pin) == (OWN.version, dynamo_trees.sglang_pin())
     assert checkout.commit is None and "not a git work tree" in checkout.describe()
@@ -113,7 +113,8 @@ def test_a_keyword_the_runtime_rejects_in_a_worker_log_is_a_misfit(monkeypatch, 
         "register_model() got an unexpected keyword argument 'needs'\n"
     )
     assert dynamo_src.misfit_in_log(log) is None  # an installed release: its pair fits
-    monkeypatch.setenv(dynamo_src.ENV_VARIABLE, str(dynamo_trees.make_tree(tmp_path / "t")))
+    tree = dynamo_trees.make_tree(tmp_path / "t", ("sglang",))
+    monkeypatch.setenv(dynamo_src.ENV_VARIABLE, str(tree))
     assert dynamo_src.misfit_in_log(log) == (
         "register_model() got an unexpected keyword argument 'needs'"
     )
@@ -127,10 +128,11 @@ def test_a_keyword_the_runtime_rejects_in_a_worker_log_is_a_misfit(monkeypatch, 
 MISFIT_AT, BREAKS_AT, COMMITS = 5, 8, 12  # git's first midpoint of c0..c11 is c5
 
 
-def _history(root: Path) -> list[str]:
+def _history(root: Path, only: tuple[str, ...] = ("sglang",)) -> list[str]:
     """c0..c11 of a checkout-shaped tree: c5 imports a name the runtime lacks (c6 drops it
-    again), c8 makes the multimodal worker skip its registration (#4486's shape)."""
-    dynamo_trees.make_tree(root)
+    again), c8 makes the multimodal worker skip its registration (#4486's shape). `only`:
+    the wheel's folders it holds (all of them: `()`)."""
+    dynamo_trees.make_tree(root, only)
     (root / ".gitignore").write_text("__pycache__/\n")
     dynamo_trees.git(root, "init", "-q")
     main = root / dynamo_src.SRC / "dynamo" / "sglang" / "main.py"
@@ -226,7 +228,7 @@ def test_bisect_finds_the_breaking_commit_skips_the_misfit_and_leaves_the_repo(
 def test_bisect_names_a_fix_when_the_ends_swap_meaning(tmp_path: Path, monkeypatch, capsys):
     """A history that fixes: OLD fails, NEW is conformant; the first conformant commit."""
     repo = tmp_path / "dynamo"
-    dynamo_trees.make_tree(repo)
+    dynamo_trees.make_tree(repo, ("sglang",))
     dynamo_trees.skip_registration(repo)
     dynamo_trees.git(repo, "init", "-q")
     hashes = [dynamo_trees.commit_all(repo, "c0: broken")]
@@ -427,7 +429,7 @@ def test_a_keyword_the_runtime_rejects_at_registration_is_a_misfit_not_never_reg
 def test_bisect_of_a_generated_history_names_the_breaking_commit(tmp_path: Path):
     """The real oracle: each commit deployed through --dynamo-src in a worktree."""
     repo = tmp_path / "dynamo"
-    hashes = _history(repo)
+    hashes = _history(repo, only=())
     before = _repo_state(repo)
     result = run_cli(
         "bisect",
