@@ -50,17 +50,27 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="the Dynamo checkout (a git repository; env HARNESS_DYNAMO_SRC)",
     )
     which = bisect.add_mutually_exclusive_group()
-    which.add_argument("--topology", action="append", default=[], metavar="NAME")
-    which.add_argument("-m", dest="markers", default=None, metavar="EXPR")
+    which.add_argument(
+        "--topology",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="judge each commit by this topology's conformance test (repeatable)",
+    )
+    which.add_argument(
+        "-m", dest="markers", default=None, metavar="EXPR", help="or by these markers' tests"
+    )
     bisect.add_argument(
         "--dynamo-env",
         default=None,
+        metavar="PATH",
         help="run every commit over this release environment (default: the one that fits "
         "each commit's pyproject.toml)",
     )
     bisect.add_argument(
         "--runs",
         type=int,
+        metavar="N",
         default=DEFAULT_RUNS,
         help=f"most runs of a non-conformant judgement (default {DEFAULT_RUNS}; stops once two "
         "agree)",
@@ -70,7 +80,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="count a violation seen on some runs only as seen (default: skip that commit)",
     )
-    bisect.add_argument("--out", default=None, help="report folder (default reports/bisect)")
+    bisect.add_argument(
+        "--out", default=None, metavar="DIR", help="report folder (default reports/bisect)"
+    )
 
 
 def say(text: str) -> None:
