@@ -172,8 +172,10 @@ def classify(
     judgement: Judgement, old: Judgement, new: Judgement, intermittent_is_bad: bool
 ) -> tuple[str, str]:
     """old, new or skip for one commit, and why."""
-    if judgement.outcome in (MISFIT, ERROR):
-        return SKIP, judgement.reason
+    if judgement.outcome == MISFIT:
+        return SKIP, dynamo_src.MISFIT
+    if judgement.outcome == ERROR:
+        return SKIP, "could not be judged"
     if judgement.outcome == INTERMITTENT and not intermittent_is_bad:
         return SKIP, "intermittent (--intermittent-is-bad counts it)"
     found = _effective(judgement, intermittent_is_bad)
@@ -196,12 +198,24 @@ def _unusable_end(name: str, judgement: Judgement, intermittent_is_bad: bool) ->
     return None
 
 
+def _short(judgement: Judgement) -> str:
+    """A verdict for a progress line: a misfit's or an error's reason without the paths."""
+    if judgement.outcome not in (MISFIT, ERROR):
+        return judgement.describe()
+    reason = judgement.reason.removeprefix(f"{dynamo_src.MISFIT}: ")
+    reason = reason.split(" (File ", 1)[0]
+    if reason.startswith("the checkout ") and " imports " in reason:
+        reason = reason.split(" imports ", 1)[1].split(" of /", 1)[0]
+        reason = f"imports {reason} lacks"
+    return f"{judgement.outcome}: {reason[:150]}"
+
+
 def _progress(label: str, judgement: Judgement, mark: str, why: str = "") -> str:
     subject = judgement.commit.subject[:48]
     reason = f" ({why})" if why and mark == SKIP else ""
     return (
         f"bisect: {label:<7} {judgement.commit.short}  {subject!r:<50}  "
-        f"{judgement.describe()}  -> {mark}{reason}  {judgement.seconds:.0f} s"
+        f"{_short(judgement)}  -> {mark}{reason}  {judgement.seconds:.0f} s"
     )
 
 
