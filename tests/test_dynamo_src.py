@@ -485,3 +485,18 @@ def test_ctrl_c_during_a_bisect_removes_its_worktree_and_leaves_the_repo(
     assert code == 130
     assert "interrupted; its worktree removed" in capsys.readouterr().out
     assert _repo_state(repo) == before
+
+
+def test_the_reports_name_the_checkout_and_its_commit():
+    from discovery_harness.report import html, markdown
+    from discovery_harness.report.model import RunEntry, run_from_dict
+
+    checkout = Checkout(Path("/src/dynamo"), "1.6.1", "0.5.21", "ab" * 20, "fix it", True)
+    run = RunEntry("pytest", 0.0, 1.0, OWN.version, "cpu", "process", "zygote", "host")
+    run.checkout = checkout.as_dict()
+    line = f"checkout /src/dynamo at {'ab' * 6} ('fix it'; dirty) over ai-dynamo {OWN.version}"
+    assert f"Dynamo checkout: {line}" in markdown.render(run)
+    assert line.replace("'", "&#x27;") in html.render(run)
+    assert run_from_dict(json.loads(json.dumps(vars(run), default=vars))).checkout == vars(
+        run
+    )["checkout"]
