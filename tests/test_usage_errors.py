@@ -127,6 +127,12 @@ OWN_WORDS_CASES = [
         "no topology 'nope'",
     ),
     (
+        "up-not-a-checkout",
+        ["up", "aggregated", "--dynamo-src", "/no/such/src"],
+        "harness up: ",
+        "no components/src/dynamo there",
+    ),
+    (
         "bisect-without-checkout",
         ["bisect", "A", "B", "--topology", "aggregated"],
         "harness bisect: ",
