@@ -42,6 +42,7 @@ PYTEST_CASES = [
     ("bad-range", ["--port-range", "80-90000"], {}, "needs 1024 <= LOW < HIGH <= 32767"),
     ("zygote-on-gpu", ["--tier", "gpu", "--spawn", "zygote"], {}, "--spawn zygote exists"),
     ("no-dynamo-env", ["--dynamo-env", "/no/such/env"], {}, "no python interpreter there"),
+    ("no-dynamo-src", ["--dynamo-src", "/no/such/src"], {}, "no components/src/dynamo there"),
 ]
 
 
@@ -124,6 +125,30 @@ OWN_WORDS_CASES = [
         ["audit", "--etcd", "http://127.0.0.1:1", "--topology", "nope"],
         "audit: ",
         "no topology 'nope'",
+    ),
+    (
+        "up-not-a-checkout",
+        ["up", "aggregated", "--dynamo-src", "/no/such/src"],
+        "harness up: ",
+        "no components/src/dynamo there",
+    ),
+    (
+        "bisect-without-checkout",
+        ["bisect", "A", "B", "--topology", "aggregated"],
+        "harness bisect: ",
+        "--dynamo-src DIR",
+    ),
+    (
+        "bisect-not-a-checkout",
+        ["bisect", "A", "B", "--dynamo-src", "/no/such/src", "--topology", "aggregated"],
+        "harness bisect: ",
+        "no components/src/dynamo there",
+    ),
+    (
+        "bisect-without-selection",
+        ["bisect", "A", "B", "--dynamo-src", "/no/such/src"],
+        "harness bisect: ",
+        "--topology NAME ... or -m EXPR",
     ),
 ]
 

@@ -10,6 +10,7 @@ python -m discovery_harness preflight [--allow-no-gpu] [--writable LABEL=PATH ..
 python -m discovery_harness history [--releases 0.7.1,0.8.1,1.6.1|all] [-j N] [--rerun] [--topology
 NAME ...]
 python -m discovery_harness up TOPOLOGY [--inject-fault ROLE=FAULT] [--infra ...] [--env-file FILE]
+python -m discovery_harness bisect --dynamo-src DIR OLD NEW (--topology NAME ... | -m EXPR)
 python -m discovery_harness audit --etcd URL | --file-store DIR [--frontend URL] [--namespace NS]
 [--probe]
 """
@@ -22,6 +23,7 @@ import sys
 from typing import NoReturn
 
 from discovery_harness.audit import command as audit_command
+from discovery_harness.bisect import command as bisect_command
 from discovery_harness.cli import conformance, models
 from discovery_harness.cli.tables import catalogue_doc, gpu_table, topologies_table
 from discovery_harness.common.exits import USAGE_ERROR
@@ -101,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     up_command.add_parser(commands)
     audit_command.add_parser(commands)
+    bisect_command.add_parser(commands)
     return parser
 
 
@@ -127,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
             return history_command(args, catalogue_module.load())
         if args.command == "up":
             return up_command.up_command(args)
+        if args.command == "bisect":
+            return bisect_command.bisect_command(args, catalogue_module.load())
         if args.command == "audit":
             return audit_command.audit_command(args)
         _quiet_on_closed_pipe()

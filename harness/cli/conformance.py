@@ -82,6 +82,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="only this topology (repeatable); default: all",
     )
+    parser.add_argument(
+        "--dynamo-src",
+        default=None,
+        metavar="DIR",
+        help="run a Dynamo checkout's components/src (its work tree as it is) over the "
+        "release environment that fits it; env HARNESS_DYNAMO_SRC (docs/your-checkout.md)",
+    )
     parser.set_defaults(run=run, takes_extra=True)
 
 
@@ -98,6 +105,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     reports.mkdir(parents=True, exist_ok=True)
     remove_reports(reports)  # even pytest's own usage errors leave no older report
     report.unlink(missing_ok=True)
+    if args.dynamo_src:
+        extra = ["--dynamo-src", args.dynamo_src, *extra]
     command = " ".join(
         ["python -m discovery_harness conformance", *(f"--topology {n}" for n in args.topology),
         *extra]

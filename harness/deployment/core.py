@@ -40,11 +40,7 @@ from discovery_harness.judge.verdict import Verdict, set_aside_known
 from discovery_harness.model.events import Events
 from discovery_harness.model.records import ModelCard
 from discovery_harness.model.topology import Scenario, Topology, WorkerSpec
-from discovery_harness.model.violations import (
-    NEVER_REGISTERED,
-    WORKER_EXITED,
-    Violation,
-)
+from discovery_harness.model.violations import MISFIT, START_FAILED, WORKER_EXITED, Violation
 from discovery_harness.processes import ports
 from discovery_harness.runtime import dynamo_env
 from discovery_harness.runtime.frontend import Frontend
@@ -201,7 +197,7 @@ class Deployment:
         violations += judged.card_violations(
             state, self.namespace, self.model_name, self.workers, self.strays
         )
-        registered = not any(v.kind in (NEVER_REGISTERED, WORKER_EXITED) for v in violations)
+        registered = not any(v.kind in START_FAILED for v in violations)
         if registered and self.topology.public_workers:
             serving = self._serving()
             violations += readiness.await_served(
@@ -209,14 +205,15 @@ class Deployment:
             )
         elif not registered:  # listed although a worker never registered
             violations += readiness.listed_early(self.listing, self._serving(), [])
-        found_exits = {v.role for v in violations if v.kind == WORKER_EXITED}
+        found_exits = {v.role for v in violations if v.kind in (WORKER_EXITED, MISFIT)}
         state = self.observer.state()
         violations += [
             diagnosis.exited(w, state, self.namespace, "readiness (it had registered)")
             for w in self.workers
             if not w.proc.alive() and w.role not in found_exits
         ]
-        return violations
+        misfits = [v for v in violations if v.kind == MISFIT]
+        return misfits or violations  # a pair that cannot run: that, not what followed
 
     def _serving(self) -> readiness.Serving:
         public = self.topology.public_workers

@@ -10,8 +10,9 @@ from discovery_harness.deployment.worker import Worker
 from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.judge import checks
 from discovery_harness.judge.checks import WorkerRecords
-from discovery_harness.model.violations import NEVER_REGISTERED, WORKER_EXITED, Violation
+from discovery_harness.model.violations import MISFIT, NEVER_REGISTERED, WORKER_EXITED, Violation
 from discovery_harness.processes.managed import without_colours
+from discovery_harness.runtime import dynamo_src
 
 # Log lines worth reading first: errors and tracebacks, anything about registration or
 # discovery, and the lines an injected fault prints.
@@ -54,9 +55,27 @@ def log_evidence(worker: Worker, lines: int = EXCERPT_LINES) -> str:
     )
 
 
+def misfit(worker: Worker) -> Violation | None:
+    """--dynamo-src: the worker's log shows the checkout and the runtime do not fit (a
+    keyword the runtime rejects at registration): that, not the contract, is the verdict."""
+    try:
+        text = without_colours(worker.proc.log_path.read_text(errors="replace"))
+    except FileNotFoundError:
+        return None
+    line = dynamo_src.misfit_in_log(text)
+    if line is None:
+        return None
+    return Violation(
+        MISFIT, worker.role, dynamo_src.runtime_misfit(worker.role, line), log_evidence(worker)
+    )
+
+
 def never_registered(
     worker: Worker, records: WorkerRecords, state: DiscoveryState, namespace: str, waited: str
 ) -> Violation:
+    unfit = misfit(worker)
+    if unfit is not None:
+        return unfit
     cards = [c.key for c in state.cards(namespace)]
     instance_keys = [i.key for i in records.instances]
     what = (
@@ -78,6 +97,9 @@ def never_registered(
 
 
 def exited(worker: Worker, state: DiscoveryState, namespace: str, waiting_for: str) -> Violation:
+    unfit = misfit(worker)
+    if unfit is not None:
+        return unfit
     return Violation(
         WORKER_EXITED,
         worker.role,

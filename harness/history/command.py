@@ -22,8 +22,10 @@ from discovery_harness.history.run import (
     DEFAULT_ENVS,
     ReleaseRun,
     environment_for,
+    rerun_failed,
     run_release,
 )
+from discovery_harness.history.stability import DEFAULT_RUNS
 from discovery_harness.model.catalogue import Catalogue
 from discovery_harness.report.merge import write_merged_reports
 from discovery_harness.runtime import dynamo_env
@@ -47,6 +49,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-build", action="store_true", help="do not build missing release environments"
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=DEFAULT_RUNS,
+        help=f"most runs of a failed topology (default {DEFAULT_RUNS}; stops once two agree): "
+        "each failed cell says deterministic or intermittent k/N; 1: no reruns",
+    )
+    parser.add_argument(
+        "--dynamo-src",
+        default=None,
+        metavar="DIR",
+        help="run a Dynamo checkout's components/src over each release's runtime and sglang "
+        "(docs/your-checkout.md)",
     )
     parser.add_argument(
         "--drop-built",
@@ -88,7 +104,9 @@ def _one_release(
             except dynamo_env.DynamoEnvError as failed:
                 return ReleaseRun(release, "-", error=str(failed))
     say(f"history: ai-dynamo {release}: running {len(topologies)} topologies ...")
-    run = run_release(release, topologies, envs_dir, out_dir, [])
+    extra = ["--dynamo-src", args.dynamo_src] if args.dynamo_src else []
+    run = run_release(release, topologies, envs_dir, out_dir, extra)
+    run = rerun_failed(run, envs_dir, out_dir, extra, args.runs)
     if built and args.drop_built:
         shutil.rmtree(envs_dir / f"dynamo-{release}", ignore_errors=True)
     outcome = run.error or f"{len(run.findings)} topologies"
@@ -114,6 +132,8 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
         topologies = [t.name for t in catalogue.select(args.topology or None)]
         if args.jobs < 1:
             raise ValueError(f"-j {args.jobs}: at least 1")
+        if args.runs < 1:
+            raise ValueError(f"--runs {args.runs}: at least 1")
     except (ValueError, KeyError) as bad:
         print(f"harness history: error: {bad.args[0] if bad.args else bad}", file=sys.stderr)
         return USAGE_ERROR

@@ -39,6 +39,9 @@ class ItemFindings:
     requests: list[dict] = field(default_factory=list)
     violations: list[dict] = field(default_factory=list)
     known: list[str] = field(default_factory=list)
+    # Re-runs of a failed item (history --runs): "deterministic 2/2" when every run saw the
+    # same violations, "intermittent k/N" when some run did not; "" for one run.
+    stability: str = ""
 
     def add(self, name: str, value: str) -> None:
         if name == REQUEST:

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 from xml.etree import ElementTree
 
 from discovery_harness.common import locations
 from discovery_harness.history.record import ItemFindings
+from discovery_harness.history.stability import finding_keys, rate
 from discovery_harness.runtime import dynamo_env, gpus
 
 CONFORMANCE_TEST = "test_registers_and_serves"
@@ -55,21 +58,90 @@ def run_release(
         )
     junit = out_dir / f"junit-{release}.xml"
     log = out_dir / f"pytest-{release}.log"
-    tests = str(locations.conformance_tests())
-    items = [f"{tests}::{CONFORMANCE_TEST}[{name}]" for name in topologies]
+    code = run_conformance(
+        Selection(topologies=tuple(topologies)), env.python, junit, out_dir / release, log, extra
+    )
+    run = ReleaseRun(release, env.describe())
+    if not junit.exists():
+        run.error = f"pytest exited {code} without a report; see {log}"
+        return run
+    run.findings, run.seconds = read_junit(junit)
+    return run
+
+
+def rerun_failed(
+    run: ReleaseRun, envs_dir: Path, out_dir: Path, extra: list[str], most: int
+) -> ReleaseRun:
+    """The release's failed topologies run again (each run's files in a folder of its own,
+    the first run's report kept), until two runs agree, `most` runs in all: each failed cell
+    then says whether its violations are deterministic or a window seen k of N times."""
+    if run.error or most < 2:
+        return run
+    runs = {
+        topology: [finding_keys(topology, item)]
+        for topology, item in run.findings.items()
+        if item.outcome in ("failed", "error")
+    }
+    for attempt in range(2, most + 1):
+        todo = [t for t, keys in runs.items() if len(keys) < 2 or keys[0] != keys[1]]
+        if not todo:
+            break
+        again_dir = out_dir / "reruns" / f"{run.release}-run{attempt}"
+        again_dir.mkdir(parents=True, exist_ok=True)
+        again = run_release(run.release, todo, envs_dir, again_dir, extra)
+        if again.error:
+            break
+        for topology in todo:
+            found = again.findings.get(topology)
+            runs[topology].append(finding_keys(topology, found) if found else runs[topology][0])
+    for topology, keys in runs.items():
+        run.findings[topology].stability = rate(keys)
+    return run
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which conformance tests a run takes: named topologies (all when none), or a marker
+    expression."""
+
+    topologies: tuple[str, ...] = ()
+    markers: str | None = None
+
+    def pytest_args(self) -> list[str]:
+        tests = str(locations.conformance_tests())
+        if self.markers:
+            return [tests, "-m", f"({self.markers}) and not selftest"]
+        items = [f"{tests}::{CONFORMANCE_TEST}[{name}]" for name in self.topologies]
+        # Any -m lets nightly topologies (the CPU tier's gateway) in: the history runs all.
+        return [*(items or [tests]), "-m", "not selftest"]
+
+    def describe(self) -> str:
+        if self.markers:
+            return f"-m {self.markers!r}"
+        return ", ".join(self.topologies) or "every topology"
+
+
+def run_conformance(
+    selection: Selection,
+    python: str | None,
+    junit: Path,
+    report_dir: Path,
+    log: Path,
+    extra: list[str],
+    popen: Callable[[list[str], IO[str]], int] | None = None,
+) -> int:
+    """One conformance run in its own pytest process (`python`'s Dynamo; None: the one the
+    run chooses, e.g. for its --dynamo-src in `extra`), probing after
+    failed readiness; its JUnit file at `junit`. Returns pytest's exit code."""
     argv = [
         sys.executable,
         "-m",
         "pytest",
-        *(items or [tests]),
-        "--dynamo-env",
-        env.python,
+        *selection.pytest_args(),
+        *(["--dynamo-env", python] if python else []),
         "--probe-after-failure",
-        # Any -m lets nightly topologies (the CPU tier's gateway) in: the history runs all.
-        "-m",
-        "not selftest",
         f"--junitxml={junit}",
-        f"--report-dir={out_dir / release}",
+        f"--report-dir={report_dir}",
         "-o",
         "junit_logging=no",
         "-p",
@@ -79,6 +151,8 @@ def run_release(
     ]
     junit.unlink(missing_ok=True)
     with log.open("w") as sink:
+        if popen is not None:
+            return popen(argv, sink)
         done = subprocess.run(
             argv,
             stdout=sink,
@@ -86,12 +160,7 @@ def run_release(
             check=False,
             env=gpus.session_of_its_own(),
         )
-    run = ReleaseRun(release, env.describe())
-    if not junit.exists():
-        run.error = f"pytest exited {done.returncode} without a report; see {log}"
-        return run
-    run.findings, run.seconds = read_junit(junit)
-    return run
+    return done.returncode
 
 
 def read_junit(junit: Path) -> tuple[dict[str, ItemFindings], float]:

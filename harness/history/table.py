@@ -63,6 +63,8 @@ def cells(item: ItemFindings) -> tuple[str, str, str, str]:
     verdict = {"passed": "conformant", "failed": "FAILED", "error": "ERROR"}[item.outcome]
     if item.outcome == "passed" and item.known:
         verdict = f"conformant ({len(item.known)} known violation(s))"
+    if item.stability:
+        verdict = f"{verdict} ({item.stability})"
     registration = _roles(item.violations, REGISTRATION_KINDS, exclude=False)
     others = _roles(item.violations, REGISTRATION_KINDS, exclude=True)
     return verdict, registration, _answers(item), others
@@ -75,7 +77,8 @@ def _short(item: ItemFindings | None) -> str:
     if item.outcome == "passed":
         return "ok" if not item.known else "ok (known)"
     kinds = sorted({v["kind"] for v in item.violations}) or [item.outcome]
-    return "FAIL: " + ", ".join(kinds)
+    rate = f" ({item.stability})" if item.stability.startswith("intermittent") else ""
+    return "FAIL: " + ", ".join(kinds) + rate
 
 
 def matrix(runs: Sequence[ReleaseRun], topologies: Sequence[str]) -> str:

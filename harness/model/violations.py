@@ -20,6 +20,10 @@ REGISTERED_UNEXPECTEDLY = "registered-but-must-not"
 INTERFERENCE = "interference"
 NEEDS_UNMET = "needs-not-met"  # audit: a card needs a worker type no peer has
 LORA_REFUSED = "lora-refused"  # a worker answered a LoRA load/unload with an error
+# --dynamo-src: the checkout's Python and the runtime under it disagree (a keyword the runtime
+# rejects at registration): not a violation of the code's contract, the pair cannot run.
+MISFIT = "checkout-runtime-misfit"
+START_FAILED = (NEVER_REGISTERED, WORKER_EXITED, MISFIT)  # no card to judge the rest by
 
 
 @dataclass(frozen=True)

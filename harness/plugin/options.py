@@ -30,6 +30,8 @@ ENV_VARIABLES = {
     "HARNESS_PORT_RANGE": "default of --port-range",
     "HARNESS_PROGRESS": "default of --progress",
     "HARNESS_DYNAMO_ENV": "set by --dynamo-env: the release environment's python",
+    "HARNESS_DYNAMO_SRC": "default of --dynamo-src: a Dynamo checkout whose Python the run drives",
+    "HARNESS_ENVS_DIR": "where --dynamo-src looks for release environments (default .venvs)",
     "HARNESS_CATALOGUE": "the catalogue module (default discovery_harness_scenarios.catalogue)",
     "HARNESS_CUDA_INIT": "the GPU probe's CUDA init answer, given as JSON (tests without a GPU)",
     "HARNESS_ETCD_IMAGE, HARNESS_NATS_IMAGE": "the images of --infra docker",
@@ -155,6 +157,15 @@ def add_options(group: pytest.OptionGroup | _Unclashing) -> None:
         default=None,
         help="a Dynamo release environment (built by `ci/setup.sh --dynamo VERSION`) whose "
         "frontend and workers the run drives; default: the harness's own",
+    )
+    group.addoption(
+        "--dynamo-src",
+        default=os.environ.get("HARNESS_DYNAMO_SRC"),
+        metavar="DIR",
+        help="a Dynamo checkout: the frontend and every worker run its components/src/dynamo "
+        "(the work tree as it is) over the runtime and sglang of the release environment that "
+        "fits its pyproject.toml (same minor release; --dynamo-env overrides); env "
+        "HARNESS_DYNAMO_SRC",
     )
     group.addoption(
         "--probe-after-failure",

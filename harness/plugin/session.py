@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Generator
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,17 @@ from discovery_harness.plugin import options, scope
 from discovery_harness.processes import ports
 from discovery_harness.processes.managed import install_cleanup_handlers
 from discovery_harness.report import pytest_run as report_run
-from discovery_harness.runtime import dynamo_env, gpu_probe, gpu_session, gpus, spawn, tier, usage
+from discovery_harness.runtime import (
+    dynamo_env,
+    dynamo_fit,
+    dynamo_src,
+    gpu_probe,
+    gpu_session,
+    gpus,
+    spawn,
+    tier,
+    usage,
+)
 from discovery_harness.runtime.gpu_probe import GpuProbe
 from discovery_harness.runtime.model_source import describe_models
 from discovery_harness.runtime.models import apply_overrides
@@ -52,6 +63,7 @@ GPU_MEMORY_KEY = pytest.StashKey[tuple]()
 PROGRESS_KEY = pytest.StashKey[Callable[[str], None] | None]()
 ACTIVE_KEY = pytest.StashKey[bool]()
 STARTED_KEY = pytest.StashKey[bool]()
+CHECKOUT_KEY = pytest.StashKey[list[str]]()  # the run's first lines about --dynamo-src
 
 
 @pytest.hookimpl(trylast=True)  # after the suite's own markers: ours only where it has none
@@ -89,6 +101,7 @@ def activate(config: pytest.Config) -> None:
         if options.value(config, "dynamo_env"):
             chosen_env = dynamo_env.resolve(options.value(config, "dynamo_env"))
             os.environ[dynamo_env.ENV_VARIABLE] = chosen_env.python
+        config.stash[CHECKOUT_KEY] = _use_checkout(config, report)
         found = _probe(config)
         config.stash[TIER_KEY] = tier.choose(options.value(config, "tier"), found)
         described["tier"] = chosen_tier(config).name
@@ -116,6 +129,29 @@ def activate(config: pytest.Config) -> None:
     install_cleanup_handlers()
     if config.stash.get(STARTED_KEY, False):  # asked for only once items were collected
         _first_lines(config)
+
+
+def _use_checkout(config: pytest.Config, report: report_run.RunReport | None) -> list[str]:
+    """--dynamo-src: the checkout, the environment that fits it (unless --dynamo-env said),
+    and, before anything starts, the import probe that refuses a pair that cannot run.
+    Returns the run's first lines about it. xdist workers inherit the controller's choice
+    (both variables) and probe nothing."""
+    given = options.value(config, "dynamo_src")
+    if not given:
+        return []
+    lines: list[str] = []
+    if hasattr(config, "workerinput"):
+        os.environ[dynamo_src.ENV_VARIABLE] = str(Path(given).expanduser().absolute())
+        checkout = dynamo_src.read(given)
+    else:
+        checkout, lines = dynamo_fit.use(
+            given,
+            os.environ.get(dynamo_env.ENV_VARIABLE),
+            probe_imports=not config.option.collectonly,
+        )
+    if report is not None:
+        report.checkout = checkout.as_dict()
+    return lines
 
 
 def _probe(config: pytest.Config) -> GpuProbe:
@@ -172,6 +208,8 @@ def _first_lines(config: pytest.Config) -> None:
     if reporter is None or hasattr(config, "workerinput"):
         return
     choice = config.stash[TIER_KEY]
+    for line in config.stash.get(CHECKOUT_KEY, []):  # --dynamo-src: what runs, first
+        reporter.write_line(f"discovery harness: {line}")
     reporter.write_line(f"discovery harness: {choice.describe()}")
     reporter.write_line(f"discovery harness: Dynamo: {dynamo_env.active().describe()}")
     models = describe_models(choice.tier, options.value(config, "model"))

@@ -8,7 +8,7 @@ from html import escape
 
 from discovery_harness.report import timeline_svg
 from discovery_harness.report.markdown import first_answer_seconds
-from discovery_harness.report.model import DeploymentEntry, RunEntry
+from discovery_harness.report.model import DeploymentEntry, RunEntry, checkout_line
 
 STYLE = """
 body{font-family:sans-serif;margin:24px;color:#111827}
@@ -31,6 +31,7 @@ def render(run: RunEntry) -> str:
         f"<p><code>{escape(run.command)}</code> on {escape(run.host)}, {started}; "
         f"ai-dynamo {escape(run.release)}, tier {escape(run.tier)}, infra "
         f"{escape(run.infra)}, spawn {escape(run.spawn)}</p>",
+        *([f"<p>Dynamo {escape(checkout_line(run))}</p>"] if run.checkout else []),
         _matrix(run),
         _legend(),
         *(_section(d, i) for i, d in enumerate(run.deployments)),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from discovery_harness.common.markdown import row
-from discovery_harness.report.model import DeploymentEntry, RunEntry, WorkerEntry
+from discovery_harness.report.model import DeploymentEntry, RunEntry, WorkerEntry, checkout_line
 
 FIRST_ANSWER = "first-answer"
 
@@ -19,6 +19,7 @@ def render(run: RunEntry) -> str:
         f"`{run.command}` on {run.host}, {started}; ai-dynamo {run.release}, tier {run.tier}, "
         f"infra {run.infra}, spawn {run.spawn}; {len(run.deployments)} deployment(s), "
         f"{sum(t['outcome'] != 'deselected' for t in run.tests)} test(s)",
+        *([f"Dynamo checkout: {checkout_line(run)}"] if run.checkout else []),
         "",
         "| topology | worker | verdict | card (type, input, worker_type, needs) | first answer |",
         "|---|---|---|---|---|",

@@ -28,6 +28,7 @@ def merge(runs: list[RunEntry], command: str) -> RunEntry:
         outcome=FAILED if any(r.outcome == FAILED for r in runs) else PASSED,
         tests=[{**t, "id": f"{r.release} {t['id']}"} for r in runs for t in r.tests],
         deployments=deployments,
+        checkout=next((r.checkout for r in runs if r.checkout), None),  # history --dynamo-src
     )
 
 

@@ -5,7 +5,8 @@ added later keeps the version; a field renamed or removed bumps it.
 
 run: schema, version, command, started_at, finished_at, release, tier, infra, spawn, host,
      outcome (passed / failed / no tests), tests [{id, outcome (passed / failed / error /
-     skipped / deselected), seconds}], deployments [...]
+     skipped / deselected), seconds}], deployments [...], checkout (--dynamo-src: {path,
+     commit, subject, dirty, version, sglang_pin}; null for an installed release)
 deployment: name, test, topology, namespace, model, verdict (conformant / failed /
      known-violations), started_at, workers [...], frontend [marks], answers [{kind, status,
      ok, problem}], violations [{kind, role, message}], known [text]
@@ -78,8 +79,21 @@ class RunEntry:
     outcome: str = PASSED
     tests: list[dict[str, Any]] = field(default_factory=list)
     deployments: list[DeploymentEntry] = field(default_factory=list)
+    checkout: dict[str, Any] | None = None  # --dynamo-src: the checkout and its commit
     schema: str = SCHEMA
     version: int = VERSION
+
+
+def checkout_line(run: RunEntry) -> str:
+    """The checkout a run drove (--dynamo-src), in words; "" for an installed release."""
+    found = run.checkout
+    if not found:
+        return ""
+    commit = str(found.get("commit") or "no commit")[:12]
+    state = {True: "dirty", False: "clean"}.get(found.get("dirty"), "not a git work tree")  # type: ignore[arg-type]
+    subject = f"{found['subject']!r}; " if found.get("subject") else ""
+    where = f"checkout {found.get('path')} at {commit}"
+    return f"{where} ({subject}{state}) over ai-dynamo {run.release}"
 
 
 def as_dict(run: RunEntry) -> dict[str, Any]:

@@ -82,6 +82,7 @@ class RunReport:
         self.deployments: list[dict[str, object]] = []
         self.timelines: list[tuple[str, str]] = []
         self.known: list[tuple[str, str]] = []
+        self.checkout: dict[str, object] | None = None  # --dynamo-src (plugin.session sets it)
 
     def start(self, describe: dict[str, str]) -> None:
         """The harness is asked for: this run reports (the caller fills `describe` in)."""
@@ -157,6 +158,7 @@ class RunReport:
             tier=self.describe["tier"],
             infra=self.describe["infra"],
             spawn=self.describe["spawn"],
+            checkout=self.checkout,
         )
         out = report_dir(self.config)
         write_reports(run, out)

@@ -13,7 +13,7 @@ from discovery_harness.processes import ports
 from discovery_harness.processes.infra import Endpoints
 from discovery_harness.processes.loopback import LOOPBACK, ProcessPorts, inherited_env, loopback_env
 from discovery_harness.processes.managed import ManagedProcess
-from discovery_harness.runtime import dynamo_env
+from discovery_harness.runtime import dynamo_env, dynamo_src
 from discovery_harness.runtime.launch import hugging_face_env
 from discovery_harness.runtime.tier import CPU, TierPolicy
 
@@ -85,6 +85,7 @@ def start_frontend(
         **MEDIA_FROM_LOOPBACK,
         **(env or {}),
     }
+    env = dynamo_src.with_checkout(env)  # --dynamo-src: the checkout's dynamo.frontend
     proc = ManagedProcess(
         role="frontend",
         argv=[

@@ -29,7 +29,7 @@ from discovery_harness.processes.loopback import (
     offline_hf_env,
     session_env,
 )
-from discovery_harness.runtime import dynamo_env
+from discovery_harness.runtime import dynamo_env, dynamo_src
 from discovery_harness.runtime.tier import CPU, STAND_INS_ENV, TierPolicy
 from discovery_harness_workers.faults import FAULT_DELAY_ENV, FAULT_ENV
 
@@ -165,6 +165,7 @@ def worker_command(
         env.update(stand_in_env())
         env[STAND_INS_ENV] = "1"  # for the worker's own python children (gateway)
     env.update(site.deployment_env)
+    env = dynamo_src.with_checkout(env)  # --dynamo-src: the checkout's Python first
     order = scenario.placement.start_order if tier.start_order else ()
     return WorkerCommand(
         topology=scenario.topology.name,
@@ -218,11 +219,11 @@ def template_env(etcd: str, nats: str, hf_home: Path, tmpdir: Path) -> dict[str,
     shares (each forked worker then gets its own on top; tests hold the template to reading
     nothing at import that differs per worker)."""
     tmpdir.mkdir(parents=True, exist_ok=True)
-    return {
+    return dynamo_src.with_checkout({
         **inherited_env(),
         **session_env(etcd, nats, dynamo_env.response_stream_host(LOOPBACK)),
         **hugging_face_env(CPU, hf_home),
         **stand_in_env(),
         "CUDA_VISIBLE_DEVICES": "",
         "TMPDIR": str(tmpdir),
-    }
+    })

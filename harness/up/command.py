@@ -25,7 +25,7 @@ from discovery_harness.model.violations import ContractFailure
 from discovery_harness.processes import ports
 from discovery_harness.processes.infra import PROVIDERS, InfraUnavailable
 from discovery_harness.processes.managed import install_cleanup_handlers
-from discovery_harness.runtime import dynamo_env, spawn, tier, usage
+from discovery_harness.runtime import dynamo_env, dynamo_fit, dynamo_src, spawn, tier, usage
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -40,6 +40,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--tier", default="auto", choices=["auto", *tier.TIERS])
     up.add_argument("--spawn", default="auto", choices=["auto", *spawn.SPAWN_MODES])
     up.add_argument("--port-range", default=os.environ.get("HARNESS_PORT_RANGE"))
+    up.add_argument(
+        "--dynamo-src",
+        default=os.environ.get(dynamo_src.ENV_VARIABLE),
+        metavar="DIR",
+        help="run a Dynamo checkout's components/src over the release environment that fits "
+        "it (env HARNESS_DYNAMO_SRC; docs/your-checkout.md)",
+    )
     up.add_argument("--workdir", default=None, help="logs and infra data (default: a temp dir)")
     up.add_argument(
         "--env-file",
@@ -53,6 +60,10 @@ def up_command(args: argparse.Namespace) -> int:
     catalogue = catalogue_module.load()
     try:
         chosen = tier.choose(args.tier).tier
+        if args.dynamo_src:
+            _, lines = dynamo_fit.use(args.dynamo_src, os.environ.get(dynamo_env.ENV_VARIABLE))
+            for line in lines:
+                print(f"harness up: {line}", flush=True)
         version = dynamo_env.active().version
         topology = catalogue.topology(args.topology).for_release(version)
         faults = usage.injected_faults(args.inject_fault, catalogue)
