@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from discovery_harness.common.exits import USAGE_ERROR
-from discovery_harness.history import html, releases, start_paths, table
+from discovery_harness.history import compare, html, releases, start_paths, table
 from discovery_harness.history.run import (
     DEFAULT_ENVS,
     ReleaseRun,
@@ -63,6 +63,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="run a Dynamo checkout's components/src over each release's runtime and sglang "
         "(docs/your-checkout.md)",
+    )
+    parser.add_argument(
+        "--against",
+        default=None,
+        metavar="HISTORY_JSON",
+        help="another run's history.json: say which cells read differently (compare.md)",
     )
     parser.add_argument(
         "--drop-built",
@@ -134,6 +140,8 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
             raise ValueError(f"-j {args.jobs}: at least 1")
         if args.runs < 1:
             raise ValueError(f"--runs {args.runs}: at least 1")
+        if args.against and not Path(args.against).is_file():
+            raise ValueError(f"--against {args.against}: no such history.json")
     except (ValueError, KeyError) as bad:
         print(f"harness history: error: {bad.args[0] if bad.args else bad}", file=sys.stderr)
         return USAGE_ERROR
@@ -167,7 +175,18 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
         write_merged_reports(reports, out_dir)  # those that exist
         print(table_of.text)
         print(f"(written: {out_dir}/history.md, history.json, history.html)")
+    if args.against and table_of.runs:
+        _compare(table_of.runs, topologies, Path(args.against), out_dir)
     return 1 if failed or not table_of.runs else 0
+
+
+def _compare(runs: list[ReleaseRun], topologies: list[str], against: Path, out_dir: Path) -> None:
+    """Which cells of this table read differently from another run's (compare.md)."""
+    before = table.from_json(against.read_text())
+    compared, found = compare.differences(runs, before, topologies)
+    text = compare.report(compared, found, str(against))
+    (out_dir / "compare.md").write_text(text)
+    print(text)
 
 
 class _TableKeeper:
