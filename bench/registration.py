@@ -243,7 +243,7 @@ def main() -> None:
                 f"{fresh.cpu_s:.1f} / {forked.cpu_s:.2f}" if fresh else f"{forked.cpu_s:.2f}",
                 f"{fresh.pss_mb:.0f} / {forked.pss_mb:.0f}" if fresh else f"{forked.pss_mb:.0f}",
             )
-        session.stops.drain()  # every stop timed to its end
+        session.stops.drain(hurry=False)  # every stop timed to its graceful end
 
         results.say()
         results.say(
