@@ -62,6 +62,9 @@ class StartFigures:
     to_ready_s: float  # deployment start -> a request served
     cpu_s: float  # mean CPU seconds (user + system) per worker at ready
     pss_mb: float  # mean proportional set size per worker at ready
+    # mean unique set size: what the worker alone holds (PSS adds a share of the pages it
+    # shares with the template and its siblings, so it falls as more forked workers live)
+    uss_mb: float
 
 
 def one_start(
@@ -79,12 +82,14 @@ def one_start(
         for worker in deployment.workers:
             process = psutil.Process(worker.pid)
             times = process.cpu_times()
-            usage.append((times.user + times.system, process.memory_full_info().pss / 2**20))
+            memory = process.memory_full_info()
+            usage.append((times.user + times.system, memory.pss / 2**20, memory.uss / 2**20))
         figures = StartFigures(
             to_card_s=max(c for c in cards if c is not None),
             to_ready_s=ready,
             cpu_s=statistics.mean(u[0] for u in usage),
             pss_mb=statistics.mean(u[1] for u in usage),
+            uss_mb=statistics.mean(u[2] for u in usage),
         )
         phases = phase_marks.with_lora(deployment, phase_marks.marks(deployment, started_wall))
         return figures, phases
@@ -217,6 +222,7 @@ def main() -> None:
                 "ready tmpl",
                 "CPU s/worker",
                 "PSS MB/worker",
+                "USS MB/worker",
             )
         )
         phase_rows: list[tuple[str, list[Phases], list[float]]] = []
@@ -242,6 +248,7 @@ def main() -> None:
                 f"{forked.to_ready_s:.2f} s",
                 f"{fresh.cpu_s:.1f} / {forked.cpu_s:.2f}" if fresh else f"{forked.cpu_s:.2f}",
                 f"{fresh.pss_mb:.0f} / {forked.pss_mb:.0f}" if fresh else f"{forked.pss_mb:.0f}",
+                f"{fresh.uss_mb:.0f} / {forked.uss_mb:.0f}" if fresh else f"{forked.uss_mb:.0f}",
             )
         session.stops.drain(hurry=False)  # every stop timed to its graceful end
 
