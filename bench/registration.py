@@ -1,16 +1,21 @@
 """Benchmark: worker starts fresh vs from the template, detection latency, suite wall times.
 
-    .venv/bin/python -m bench.registration [--topologies all|a,b] [--repeat 5]
+    .venv/bin/python -m bench.registration [--topologies all|a,b] [--repeat 5] [--no-fresh]
                                            [--latency-samples 50] [--suites matrix,selftest,default]
+                                           [--suite-runs 1]
 
 (a) per topology, each worker's start to its model card in etcd (watch events; the slowest
     worker of the topology), the deployment's start to ready (a request served), and CPU
     seconds and PSS per worker at ready, with workers started fresh and forked from the
-    pre-imported template: medians of --repeat runs, side by side with their ratio;
+    pre-imported template: medians of --repeat runs, side by side with their ratio
+    (--no-fresh: the template's only);
+(a') per topology, the phases of a deployment forked from the template (bench/phases.py: the
+    harness's registration marks, a LoRA load and unload, the stop), medians of --repeat;
 (b) detection latency: a card key written to etcd until the observer's wait returns;
 (c) wall and CPU time of whole pytest runs: the topology matrix (the default run's
     topologies) fresh and from the template, every self-test, and the README's test command
-    (two xdist workers) beside the same tests in one process.
+    (two xdist workers) beside the same tests in one process; each --suite-runs times (the
+    median, and every run), with the run's slowest tests.
 Nothing here asserts: it prints the figures and writes them, dated, with the machine and the
 command, to bench/RESULTS.md (bench/results.py); the README links there.
 """
@@ -18,6 +23,7 @@ command, to bench/RESULTS.md (bench/results.py); the README links there.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import resource
 import statistics
@@ -25,12 +31,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ElementTree
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
+from bench import phases as phase_marks
+from bench.phases import Phases
 from bench.results import RESULTS, Results
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.deployment import Deployment, Session, Settings
@@ -41,7 +50,7 @@ from discovery_harness.processes.infra.local_process import LocalProcessProvider
 from discovery_harness.processes.managed import install_cleanup_handlers
 from discovery_harness.runtime import dynamo_env
 from discovery_harness.runtime.model_source import TinyModels
-from discovery_harness.runtime.spawn import FRESH, ZYGOTE
+from discovery_harness.runtime.spawn import FRESH, ZYGOTE, TemplateInfo
 from discovery_harness_scenarios.catalogue import CATALOGUE, by_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,11 +62,18 @@ class StartFigures:
     to_ready_s: float  # deployment start -> a request served
     cpu_s: float  # mean CPU seconds (user + system) per worker at ready
     pss_mb: float  # mean proportional set size per worker at ready
+    # mean unique set size: what the worker alone holds (PSS adds a share of the pages it
+    # shares with the template and its siblings, so it falls as more forked workers live)
+    uss_mb: float
 
 
-def one_start(session: Session, topology: Topology, spawn: str) -> StartFigures:
+def one_start(
+    session: Session, topology: Topology, spawn: str, stops: list[float]
+) -> tuple[StartFigures, Phases]:
+    """One deployment started, measured at ready, its phases read (a LoRA loaded and unloaded
+    where the topology has one), then stopped in the background (its duration into `stops`)."""
     deployment = Deployment(topology, session, spawn=spawn)
-    started = time.monotonic()
+    started, started_wall = time.monotonic(), time.time()
     try:
         deployment.start().await_ready()
         ready = time.monotonic() - started
@@ -66,15 +82,19 @@ def one_start(session: Session, topology: Topology, spawn: str) -> StartFigures:
         for worker in deployment.workers:
             process = psutil.Process(worker.pid)
             times = process.cpu_times()
-            usage.append((times.user + times.system, process.memory_full_info().pss / 2**20))
-        return StartFigures(
+            memory = process.memory_full_info()
+            usage.append((times.user + times.system, memory.pss / 2**20, memory.uss / 2**20))
+        figures = StartFigures(
             to_card_s=max(c for c in cards if c is not None),
             to_ready_s=ready,
             cpu_s=statistics.mean(u[0] for u in usage),
             pss_mb=statistics.mean(u[1] for u in usage),
+            uss_mb=statistics.mean(u[2] for u in usage),
         )
+        phases = phase_marks.with_lora(deployment, phase_marks.marks(deployment, started_wall))
+        return figures, phases
     finally:
-        session.stops.submit(deployment.namespace, deployment.stop)
+        session.stops.submit(deployment.namespace, phase_marks.timed_stop(deployment, stops))
 
 
 def median_figures(runs: list[StartFigures]) -> StartFigures:
@@ -114,25 +134,38 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def suite_wall_time(args: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds of the whole process tree, pytest's last line and failures).
+def suite_wall_time(args: list[str]) -> tuple[float, float, str, list[tuple[float, str]]]:
+    """(wall seconds, CPU seconds of the whole process tree, pytest's last line and failures,
+    the slowest tests: (seconds, test id), setup and teardown included as JUnit counts them).
     The CPU figure counts every process of the run that its parent waited for: pytest, its
     xdist workers, etcd, NATS, frontends, the template and each worker forked from it."""
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
-    started, cpu_before = time.monotonic(), _children_cpu_s()
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="bench-suite-") as scratch:
+        junit = Path(scratch) / "junit.xml"
+        command = [
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            f"--junitxml={junit}", *args,
+        ]  # fmt: skip
+        started, cpu_before = time.monotonic(), _children_cpu_s()
+        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        wall = time.monotonic() - started
+        slowest = _slowest(junit) if junit.exists() else []
     lines = result.stdout.strip().splitlines()
     tail = lines[-1] if lines else "?"
     # A figure from a run that failed says which tests failed.
     failed = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
     cpu = _children_cpu_s() - cpu_before
-    return time.monotonic() - started, cpu, "; ".join([tail, *failed])
+    return wall, cpu, "; ".join([tail, *failed]), slowest
 
 
-def start_session(stack: ExitStack) -> Session:
-    """The session the harness's own tools use (discovery_harness.deployment.session_setup), with
-    local
-    etcd and NATS, the tiny models and the worker template, waited for and described."""
+def _slowest(junit: Path, count: int = 3) -> list[tuple[float, str]]:
+    cases = ElementTree.parse(junit).getroot().iter("testcase")
+    timed = [(float(c.get("time", 0)), str(c.get("name"))) for c in cases]
+    return sorted(timed, reverse=True)[:count]
+
+
+def start_session(stack: ExitStack) -> tuple[Session, TemplateInfo]:
+    """The session the harness's own tools use (discovery_harness.deployment.session_setup),
+    with local etcd and NATS, the tiny models and the worker template, waited for."""
     workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-")))
     settings = Settings(spawn=ZYGOTE)
     models = TinyModels(workdir / "models").path_for
@@ -140,13 +173,7 @@ def start_session(stack: ExitStack) -> Session:
         standalone_session(LocalProcessProvider(), settings, workdir, models)
     )
     assert session.spawner is not None
-    info = session.spawner.wait_ready(Deadline(300))
-    print(
-        f"worker template: imports {info.import_s:.1f} s, {info.modules} modules, "
-        f"{info.os_threads} thread(s)",
-        flush=True,
-    )
-    return session
+    return session, session.spawner.wait_ready(Deadline(300))
 
 
 def main() -> None:
@@ -155,8 +182,16 @@ def main() -> None:
     )
     parser.add_argument("--topologies", default="all")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--fresh",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also start every topology fresh, for (a)'s comparison, and run the matrix "
+        "fresh in (c) (default: yes)",
+    )
     parser.add_argument("--latency-samples", type=int, default=50)
     parser.add_argument("--suites", default="", help="comma list of: " + ", ".join(SUITES))
+    parser.add_argument("--suite-runs", type=int, default=1, help="runs of each suite")
     parser.add_argument(
         "--results",
         default=str(RESULTS),
@@ -165,9 +200,14 @@ def main() -> None:
     args = parser.parse_args()
     install_cleanup_handlers()  # a bench stopped by SIGTERM leaves no process behind
     names = [t.name for t in CATALOGUE] if args.topologies == "all" else args.topologies.split(",")
-    results = Results("Benchmark: worker starts, detection latency, whole runs")
+    results = Results("Benchmark: worker starts, phases, detection latency, whole runs")
     with ExitStack() as stack:
-        session = start_session(stack)
+        session, info = start_session(stack)
+        results.say(
+            f"worker template: imports {info.import_s:.1f} s ({info.modules} modules, "
+            f"{info.os_threads} thread(s)), once a session, before the first fork"
+        )
+        results.say()
         results.say(
             f"## (a) worker start, fresh vs forked from the template (median of {args.repeat})"
         )
@@ -182,26 +222,52 @@ def main() -> None:
                 "ready tmpl",
                 "CPU s/worker",
                 "PSS MB/worker",
+                "USS MB/worker",
             )
         )
+        phase_rows: list[tuple[str, list[Phases], list[float]]] = []
         for name in names:
             topology = by_name(name)
-            fresh = median_figures(
-                [one_start(session, topology, FRESH) for _ in range(args.repeat)]
+            fresh = (
+                median_figures(
+                    [one_start(session, topology, FRESH, [])[0] for _ in range(args.repeat)]
+                )
+                if args.fresh
+                else None
             )
-            forked = median_figures(
-                [one_start(session, topology, ZYGOTE) for _ in range(args.repeat)]
-            )
+            stops: list[float] = []
+            runs = [one_start(session, topology, ZYGOTE, stops) for _ in range(args.repeat)]
+            forked = median_figures([figures for figures, _ in runs])
+            phase_rows.append((name, [phases for _, phases in runs], stops))
             results.row(
                 name,
-                f"{fresh.to_card_s:.2f} s",
+                f"{fresh.to_card_s:.2f} s" if fresh else "-",
                 f"{forked.to_card_s:.2f} s",
-                f"{fresh.to_card_s / forked.to_card_s:.0f}x",
-                f"{fresh.to_ready_s:.2f} s",
+                f"{fresh.to_card_s / forked.to_card_s:.0f}x" if fresh else "-",
+                f"{fresh.to_ready_s:.2f} s" if fresh else "-",
                 f"{forked.to_ready_s:.2f} s",
-                f"{fresh.cpu_s:.1f} / {forked.cpu_s:.2f}",
-                f"{fresh.pss_mb:.0f} / {forked.pss_mb:.0f}",
+                f"{fresh.cpu_s:.1f} / {forked.cpu_s:.2f}" if fresh else f"{forked.cpu_s:.2f}",
+                f"{fresh.pss_mb:.0f} / {forked.pss_mb:.0f}" if fresh else f"{forked.pss_mb:.0f}",
+                f"{fresh.uss_mb:.0f} / {forked.uss_mb:.0f}" if fresh else f"{forked.uss_mb:.0f}",
             )
+        session.stops.drain(hurry=False)  # every stop timed to its graceful end
+
+        results.say()
+        results.say(
+            f"## (a') phases of a deployment forked from the template (median of {args.repeat}; "
+            "forked .. first answer: seconds since the deployment was asked to start, the "
+            "slowest worker's mark; LoRA load/unload: until every worker's LoRA card came/went; "
+            "stop: SIGTERM until every process is gone, in the background while the next "
+            "deployment starts)"
+        )
+        results.say()
+        phase_marks.write_table(
+            results,
+            [
+                (name, dataclasses.replace(phase_marks.median(runs), stop=_median(stops)))
+                for name, runs, stops in phase_rows
+            ],
+        )
 
         latencies = detection_latency(session.observer, args.latency_samples)
         q = statistics.quantiles(latencies, n=20, method="inclusive")
@@ -211,19 +277,41 @@ def main() -> None:
             f"({len(latencies)} samples): median {statistics.median(latencies) * 1000:.1f} ms, "
             f"p95 {q[18] * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms"
         )
+        session_end = time.monotonic()
+    results.say()
+    results.say(
+        f"session end (the template, frontend, etcd, NATS stopped): "
+        f"{time.monotonic() - session_end:.2f} s"
+    )
 
     if args.suites:
         results.say()
-        results.say("## (c) whole runs: wall time, CPU time of all their processes")
+        results.say(
+            f"## (c) whole runs: wall time (median of {args.suite_runs}, and each run), "
+            "CPU time of all their processes, the slowest tests (JUnit: setup, call, teardown)"
+        )
         results.say()
-        results.table(("run", "wall", "CPU (all processes)", "result"))
+        results.table(("run", "wall", "CPU (all processes)", "slowest tests", "result"))
         for suite in args.suites.split(","):
             for label, pytest_args in SUITES[suite]:
-                seconds, cpu, tail = suite_wall_time(pytest_args)
-                results.row(label, f"{seconds:.0f} s", f"{cpu:.0f} s", tail)
+                if not args.fresh and "fresh" in pytest_args:
+                    continue  # --no-fresh: the template's runs only
+                done = [suite_wall_time(pytest_args) for _ in range(args.suite_runs)]
+                walls = [run[0] for run in done]
+                wall = f"{statistics.median(walls):.0f} s" + (
+                    f" ({', '.join(f'{w:.0f}' for w in walls)})" if len(walls) > 1 else ""
+                )
+                median_run = sorted(done, key=lambda run: run[0])[len(done) // 2]
+                _, cpu, tail, slowest = median_run
+                slow = ", ".join(f"{test} {seconds:.1f} s" for seconds, test in slowest)
+                results.row(label, wall, f"{cpu:.0f} s", slow, tail)
     if args.results:
         written = results.write(Path(args.results), dynamo_env.active().version)
         print(f"\n(written to {written})")
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from bench.phases import Phases, median, write_table
 from bench.results import Results
 
 pytestmark = pytest.mark.unit
@@ -21,3 +22,18 @@ def test_results_are_written_with_when_where_and_what_ran(tmp_path):
     assert re.search(r"on \d{4}-\d\d-\d\d \d\d:\d\d UTC; machine: \d+ cores, \d+ GiB", text)
     assert "ai-dynamo 1.6.1" in text and "Written by `python -m " in text
     assert text.rstrip().endswith("| aggregated | 0.22 s |")
+
+
+def test_the_phase_table_takes_each_phases_median_and_shows_a_missing_one_as_a_dash():
+    runs = [
+        Phases(forked=0.02, card=0.2, listed=0.3, stop=5.4),
+        Phases(forked=0.04, card=0.4, listed=0.3, stop=5.5),
+        Phases(forked=0.03, card=0.3, listed=None, stop=5.3),
+    ]
+    middle = median(runs)
+    assert (middle.forked, middle.card, middle.listed, middle.stop) == (0.03, 0.3, 0.3, 5.4)
+    assert middle.lora_load is None  # no run had one
+    results = Results("Benchmark")
+    write_table(results, [("lora-p-d", middle)])
+    assert results.lines[0].startswith("| topology | forked | instance | card | listed |")
+    assert results.lines[-1] == "| lora-p-d | 0.03 s | - | 0.30 s | 0.30 s | - | - | - | 5.40 s |"

@@ -155,11 +155,12 @@ class Processes:
         return [w for w in self.workers if not w.proc.alive() and w.role not in self.killed]
 
     def stop(self) -> None:
-        """Stop every process it started (its own frontend first) and release their ports."""
-        grace = self.session.settings.stop_grace_s
+        """Stop every process it started (its own frontend first) and release their ports;
+        hurried once the session ends (BackgroundStops.drain)."""
+        grace, hurry = self.session.settings.stop_grace_s, self.session.stops.ending
         if self.plan.frontend_mode != SHARED and self.frontend is not None:
-            self.frontend.proc.stop(grace=10)
+            self.frontend.proc.stop(grace=10, hurry=hurry)
         everyone = [*self.workers, *self.retired, *self.strays]
-        stop_all([w.proc for w in everyone], grace=grace)
+        stop_all([w.proc for w in everyone], grace=grace, hurry=hurry)
         ports.release([port for w in everyone for port in w.ports.all()])
         ports.release(self.plan.held_ports())

@@ -30,6 +30,14 @@ T = TypeVar("T")
 _LIVE: dict[int, ManagedProcess] = {}
 _LIVE_LOCK = threading.Lock()
 LEDGER_ENV = "HARNESS_PID_LEDGER"
+# A stop's wait after SIGTERM once the session is ending (BackgroundStops.drain). A Dynamo
+# worker's SIGTERM withdraws its generate instance within ~60 ms; what its graceful shutdown
+# does after that is sleep out DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS (5 s) before it
+# exits, and a multinode follower (node_rank >= 1: handle_non_leader_node waits on an event
+# nothing sets) never exits on SIGTERM at all. At the session's end etcd, NATS and the
+# frontend are stopped next, so nothing is left for that grace to protect: waiting it out
+# only delayed the end of every run (~15 s: the follower's whole stop grace, then SIGKILL).
+HURRIED_GRACE_S = 0.5
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -171,15 +179,14 @@ class ManagedProcess:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout=seconds)
 
-    def stop(self, grace: float = 15.0) -> int | None:
-        """SIGTERM the process group, then SIGKILL it after `grace` seconds."""
+    def stop(self, grace: float = 15.0, hurry: threading.Event | None = None) -> int | None:
+        """SIGTERM the process group, then SIGKILL it after `grace` seconds, or HURRIED_GRACE_S
+        after the SIGTERM once `hurry` is set (the session is ending: see HURRIED_GRACE_S)."""
         if self.popen is None:
             return None
         pgid = self.popen.pid  # start_new_session: the leader's pid is the group id
         _signal_group(pgid, signal.SIGTERM)
-        try:
-            self.popen.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
+        if not self._exits(time.monotonic(), grace, hurry):
             _signal_group(pgid, signal.SIGKILL)
             self.popen.wait(timeout=10)
         # Children that outlived the leader still carry the group id.
@@ -188,6 +195,24 @@ class ManagedProcess:
         with _LIVE_LOCK:
             _LIVE.pop(self.popen.pid, None)
         return self.popen.returncode
+
+    def _exits(self, since: float, grace: float, hurry: threading.Event | None) -> bool:
+        """Whether the process exits within `grace` seconds of `since` (its SIGTERM), or
+        within HURRIED_GRACE_S of it once `hurry` is set."""
+        assert self.popen is not None
+        while True:
+            hurried = hurry is not None and hurry.is_set()
+            limit = min(grace, HURRIED_GRACE_S) if hurried else grace
+            left = since + limit - time.monotonic()
+            if left <= 0:
+                return self.popen.poll() is not None
+            # Not yet hurried: look at `hurry` again every tenth of a second.
+            step = left if hurry is None or hurried else min(left, 0.1)
+            try:
+                self.popen.wait(timeout=step)
+                return True
+            except subprocess.TimeoutExpired:
+                continue
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -218,10 +243,12 @@ def _append_ledger(pid: int) -> None:
             out.write(f"{pid}\n")
 
 
-def stop_all(procs: Iterable[ManagedProcess], grace: float = 15.0) -> None:
+def stop_all(
+    procs: Iterable[ManagedProcess], grace: float = 15.0, hurry: threading.Event | None = None
+) -> None:
     """Stop several processes concurrently: dynamo's graceful shutdown takes seconds each."""
     threads = [
-        threading.Thread(target=p.stop, args=(grace,), name=f"stop-{p.role}")
+        threading.Thread(target=p.stop, args=(grace, hurry), name=f"stop-{p.role}")
         for p in procs
         if p.popen is not None
     ]
