@@ -190,6 +190,24 @@ def _bisect_args(repo: Path, old: str, new: str, out: Path) -> argparse.Namespac
     )
 
 
+def _fake_judges_in_worktrees(monkeypatch, wrap=None) -> list[Path]:
+    """Each bisect worktree judged by the fake judge (optionally wrapped); the trees made, in
+    order, so a test can check they are gone."""
+    trees: list[Path] = []
+    real_worktree = bisect_git.worktree
+
+    def recording_worktree(source: Path, rev: str):
+        manager = real_worktree(source, rev)
+        path = manager.__enter__()
+        trees.append(path)
+        judge = _fake_judge(path)
+        monkeypatch.setattr(Oracle, "judge", wrap(judge) if wrap else judge)
+        return _Entered(manager, path)
+
+    monkeypatch.setattr(bisect_git, "worktree", recording_worktree)
+    return trees
+
+
 def test_bisect_finds_the_breaking_commit_skips_the_misfit_and_leaves_the_repo(
     tmp_path: Path, monkeypatch, capsys
 ):
@@ -199,17 +217,7 @@ def test_bisect_finds_the_breaking_commit_skips_the_misfit_and_leaves_the_repo(
     hashes = _history(repo)
     (repo / "notes.txt").write_text("uncommitted work of the developer\n")
     before = _repo_state(repo)
-    trees: list[Path] = []
-    real_worktree = bisect_git.worktree
-
-    def recording_worktree(source: Path, rev: str):
-        manager = real_worktree(source, rev)
-        path = manager.__enter__()
-        trees.append(path)
-        monkeypatch.setattr(Oracle, "judge", _fake_judge(path))
-        return _Entered(manager, path)
-
-    monkeypatch.setattr(bisect_git, "worktree", recording_worktree)
+    trees = _fake_judges_in_worktrees(monkeypatch)
     code = bisect_command.bisect_command(
         _bisect_args(repo, hashes[0], hashes[-1], tmp_path / "out"), load()
     )
@@ -238,15 +246,7 @@ def test_bisect_names_a_fix_when_the_ends_swap_meaning(tmp_path: Path, monkeypat
         if n == fixed_at:
             path.write_text(path.read_text().replace("#4486", "fixed"))
         hashes.append(dynamo_trees.commit_all(repo, f"c{n}"))
-    real_worktree = bisect_git.worktree
-
-    def patched(source: Path, rev: str):
-        manager = real_worktree(source, rev)
-        tree = manager.__enter__()
-        monkeypatch.setattr(Oracle, "judge", _fake_judge(tree))
-        return _Entered(manager, tree)
-
-    monkeypatch.setattr(bisect_git, "worktree", patched)
+    _fake_judges_in_worktrees(monkeypatch)
     from discovery_harness.model.catalogue import load
 
     code = bisect_command.bisect_command(
@@ -263,15 +263,7 @@ def test_bisect_refuses_ends_with_the_same_verdict(tmp_path: Path, monkeypatch, 
 
     repo = tmp_path / "dynamo"
     hashes = _history(repo)
-    real_worktree = bisect_git.worktree
-
-    def patched(source: Path, rev: str):
-        manager = real_worktree(source, rev)
-        tree = manager.__enter__()
-        monkeypatch.setattr(Oracle, "judge", _fake_judge(tree))
-        return _Entered(manager, tree)
-
-    monkeypatch.setattr(bisect_git, "worktree", patched)
+    _fake_judges_in_worktrees(monkeypatch)
     code = bisect_command.bisect_command(
         _bisect_args(repo, hashes[0], hashes[2], tmp_path / "out"), load()
     )
@@ -337,9 +329,7 @@ def test_a_checkout_that_imports_what_the_runtime_lacks_is_refused_before_any_wo
     assert "never-registered" not in output
 
 
-def _deploy_tree(
-    tree: Path, topology: str, reports: Path, *extra: str
-) -> tuple[int, str, dict]:
+def _deploy_tree(tree: Path, topology: str, reports: Path, *extra: str) -> tuple[int, str, dict]:
     result = run_pytest(
         "-q",
         f"scenarios/test_topologies.py::test_registers_and_serves[{topology}]",
@@ -371,9 +361,7 @@ def test_the_checkouts_code_is_what_runs_a_worker_that_skips_registration_there_
     installed = dynamo_trees.installed_hashes()
     tree = dynamo_trees.make_tree(tmp_path / "tree")
     dynamo_trees.skip_registration(tree, "sglang/init_llm.py", "init_decode")
-    code, output, report = _deploy_tree(
-        tree, "aggregated", tmp_path / "reports", "--spawn", spawn
-    )
+    code, output, report = _deploy_tree(tree, "aggregated", tmp_path / "reports", "--spawn", spawn)
     assert code == 1, output[-3000:]
     assert f"discovery harness: checkout: {tree}" in output
     assert "checkout import probe: ok" in output and str(tree / "components") in output
@@ -462,23 +450,17 @@ def test_ctrl_c_during_a_bisect_removes_its_worktree_and_leaves_the_repo(
     hashes = _history(repo)
     before = _repo_state(repo)
     judged: list[str] = []
-    real_worktree = bisect_git.worktree
 
-    def patched(source: Path, rev: str):
-        manager = real_worktree(source, rev)
-        tree = manager.__enter__()
-        judge = _fake_judge(tree)
-
+    def interrupting(judge):
         def interrupted(self: Oracle, commit: Commit) -> Judgement:
             judged.append(commit.hash)
             if len(judged) == 3:  # the first step, after both ends
                 raise KeyboardInterrupt
             return judge(self, commit)
 
-        monkeypatch.setattr(Oracle, "judge", interrupted)
-        return _Entered(manager, tree)
+        return interrupted
 
-    monkeypatch.setattr(bisect_git, "worktree", patched)
+    _fake_judges_in_worktrees(monkeypatch, interrupting)
     code = bisect_command.bisect_command(
         _bisect_args(repo, hashes[0], hashes[-1], tmp_path / "out"), load()
     )
@@ -497,6 +479,7 @@ def test_the_reports_name_the_checkout_and_its_commit():
     line = f"checkout /src/dynamo at {'ab' * 6} ('fix it'; dirty) over ai-dynamo {OWN.version}"
     assert f"Dynamo checkout: {line}" in markdown.render(run)
     assert line.replace("'", "&#x27;") in html.render(run)
-    assert run_from_dict(json.loads(json.dumps(vars(run), default=vars))).checkout == vars(
-        run
-    )["checkout"]
+    assert (
+        run_from_dict(json.loads(json.dumps(vars(run), default=vars))).checkout
+        == vars(run)["checkout"]
+    )
