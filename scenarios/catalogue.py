@@ -421,14 +421,16 @@ MM_ENCODE_P_D = Topology(
     known_violations=(
         KnownViolation(
             kind=LISTED_EARLY,
-            dynamo_versions=("1.6.1",),
-            reason="Dynamo 1.6.1 lists the model in /v1/models as soon as the internal prefill and "
-            "decode cards exist, and answers 404 'Model not found' until the encoder's card "
-            "is attached (measured: persistent when the encoder never registers)",
+            # From 1.3, whose cards' `needs` leave `encode` out (findings 1 and 7; measured on
+            # 1.3.1 and 1.5.1 in the history, 1.6.1 in the scenarios).
+            dynamo_versions=("1.3.1", "1.4.2", "1.5.1", "1.6.1"),
+            reason="Dynamo 1.3 and later list the model in /v1/models as soon as the internal "
+            "prefill and decode cards exist, and (1.6.1) answer 404 'Model not found' until the "
+            "encoder's card is attached (measured: persistent when the encoder never registers)",
         ),
         KnownViolation(
             kind=BAD_CONTENT,
-            dynamo_versions=("1.6.1",),
+            dynamo_versions=("1.4.2", "1.6.1"),  # measured on both (1.4.2: the history's 4096)
             reason="Dynamo 1.6.1's GET /v1/models reports the context length of whichever of "
             "the model's cards its map of display name to context length keeps: here the "
             "encoder's 4096 or the P/D workers' --context-length 2048, varying from run to run "

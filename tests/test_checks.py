@@ -171,3 +171,41 @@ def test_servable_follows_the_declared_needs():
     assert not checks.servable([encoder])  # needs unmet
     assert checks.servable([encoder, prefill, decode_internal])
     assert checks.servable([encoder, INTERNAL])
+
+
+def _context_problems(context_source: str, wanted: int, **card: object):
+    worker = FakeWorker("worker", "backend", AGG)
+    records = checks.records_for(
+        state(instance_entry("backend", 7, 25012), card_entry("backend", 7, **card)), NS, worker
+    )
+    judged = type("Judged", (), {"role": "worker", "pid": 4242, "start_paths": ("init_decode",)})
+    view = judged()
+    view.context_length, view.context_source = wanted, context_source  # type: ignore[attr-defined]
+    return checks.context_lengths(records, view)  # type: ignore[arg-type]
+
+
+def test_a_card_context_length_is_the_models_and_a_wrong_one_is_named():
+    assert (
+        _context_problems("config.json max_position_embeddings 4096", 4096, context_length=4096)
+        == []
+    )
+    wrong = _context_problems("--context-length 2048", 2048, context_length=4096)
+    assert [v.kind for v in wrong] == [WRONG_CARD]
+    assert (
+        "context_length 4096, expected 2048 (the model's: --context-length 2048)"
+        in wrong[0].message
+    )
+
+
+def test_a_1_3_card_is_judged_by_its_architectural_maximum():
+    config = "config.json max_position_embeddings 4096"
+    assert _context_problems(config, 4096, architectural_max_context_length=4096) == []
+    wrong = _context_problems(config, 4096, architectural_max_context_length=8192)
+    assert "architectural_max_context_length 8192, expected 4096" in wrong[0].message
+    # The flag's length is not on a 1.3 card: nothing to compare it with.
+    assert (
+        _context_problems("--context-length 2048", 2048, architectural_max_context_length=4096)
+        == []
+    )
+    # A card with neither field is still a wrong card.
+    assert "context_length None" in _context_problems(config, 4096)[0].message

@@ -28,6 +28,7 @@ from discovery_harness.model.violations import (
     Violation,
 )
 from discovery_harness.serving.http_client import Exchange
+from discovery_harness.serving.model_facts import CONTEXT_LENGTH_FLAG
 
 GENERATE_ENDPOINT = "generate"
 INCOMPATIBLE_MARKER = "Rejected incompatible workers"
@@ -207,6 +208,12 @@ def compare_card(worker: WorkerView, card: ModelCard, model_name: str) -> list[V
     return problems
 
 
+# Dynamo 1.3's card has no `context_length`: only the model's architectural maximum, under
+# this name (measured on 1.3.1's etcd record; 1.4 writes `context_length` again). It cannot
+# carry a --context-length the worker was started with.
+ARCHITECTURAL_CONTEXT = "architectural_max_context_length"
+
+
 def context_lengths(records: WorkerRecords, worker: WorkerView) -> list[Violation]:
     """Each card's context length is the model's as the worker serves it: its config's, or
     the --context-length it was started with (a worker seen only in discovery: not known).
@@ -215,17 +222,24 @@ def context_lengths(records: WorkerRecords, worker: WorkerView) -> list[Violatio
     if wanted is None:
         return []
     source = getattr(worker, "context_source", "")
-    return [
-        Violation(
-            WRONG_CARD,
-            worker.role,
-            f"{named(worker)} registered a card with context_length "
-            f"{card.raw.get('context_length')!r}, expected {wanted} (the model's: {source}); "
-            f"card {card.key}",
-        )
-        for card in records.cards
-        if card.raw.get("context_length") != wanted
-    ]
+    problems = []
+    for card in records.cards:
+        field = "context_length"
+        if field not in card.raw and ARCHITECTURAL_CONTEXT in card.raw:
+            if source.startswith(CONTEXT_LENGTH_FLAG):
+                continue  # a 1.3 card says the config's maximum; the flag is not on it
+            field = ARCHITECTURAL_CONTEXT
+        if card.raw.get(field) != wanted:
+            problems.append(
+                Violation(
+                    WRONG_CARD,
+                    worker.role,
+                    f"{named(worker)} registered a card with {field} "
+                    f"{card.raw.get(field)!r}, expected {wanted} (the model's: {source}); "
+                    f"card {card.key}",
+                )
+            )
+    return problems
 
 
 def _identity(worker: WorkerView) -> str:
