@@ -30,17 +30,42 @@ def test_the_same_table_agrees_everywhere():
 
 
 def test_a_deterministic_failure_against_a_pass_is_a_flip_and_named():
-    now = [_run("1.2.1", disaggregated=_failed(LISTED_EARLY, stability="deterministic 2/2"))]
-    before = [_run("1.2.1", disaggregated=PASSED)]
-    compared, found = compare.differences(now, before, ["disaggregated"])
+    now = [_run("0.8.1", mm_encode_pd=_failed(NEVER, stability="deterministic 2/2"))]
+    before = [_run("0.8.1", mm_encode_pd=PASSED)]
+    compared, found = compare.differences(now, before, ["mm-encode-pd"])
     assert compared == 1
-    assert found == [
-        compare.Disagreement(
-            "1.2.1", "disaggregated", "FAIL: listed-before-topology-complete", "ok"
-        )
-    ]
+    assert found == [compare.Disagreement("0.8.1", "mm-encode-pd", "FAIL: never-registered", "ok")]
     text = compare.report(compared, found, "a/history.json")
-    assert "0 of 1 cells agree" in text and "| 1.2.1 | disaggregated |" in text
+    assert "0 of 1 cells agree" in text and "| 0.8.1 | mm-encode-pd |" in text
+
+
+def test_the_race_kinds_are_windows_even_when_every_run_saw_them():
+    """Listed early on both tries of a cell in one run, not at all in the next: a window (what
+    the kind observes is a time between listing and completion), not a flip; the kinds beside
+    it still must match."""
+    listed = _failed(LISTED_EARLY, stability="deterministic 2/2")
+    _, found = compare.differences(
+        [_run("0.9.1", disaggregated=listed)],
+        [_run("0.9.1", disaggregated=PASSED)],
+        ["disaggregated"],
+    )
+    assert found == []
+    assert compare.CellClass.of(listed).describe() == "window: listed-before-topology-complete"
+    both = _failed(NEVER, LISTED_EARLY, stability="deterministic 2/2")
+    _, found = compare.differences(
+        [_run("0.7.1", mm_encode_pd=both)],
+        [_run("0.7.1", mm_encode_pd=_failed(NEVER))],
+        ["mm-encode-pd"],
+    )
+    assert found == []
+    _, found = compare.differences(
+        [_run("0.7.1", mm_encode_pd=both)],
+        [_run("0.7.1", mm_encode_pd=PASSED)],
+        ["mm-encode-pd"],
+    )
+    assert [(d.now, d.before) for d in found] == [
+        ("FAIL: never-registered; window: listed-before-topology-complete", "ok")
+    ]
 
 
 def test_a_window_agrees_with_a_pass_and_with_the_same_kinds_every_time():
@@ -91,3 +116,26 @@ def test_history_against_another_run_writes_what_differs(tmp_path, capsys):
     assert "0 of 1 cells agree" in written and "| 0.7.1 | aggregated | ok | FAIL: never" in written
     assert harness_main([*argv, "--against", str(tmp_path / "none.json")]) == 4
     assert "--against" in capsys.readouterr().err
+
+
+def test_two_runs_read_together_show_steady_failures_and_windows_with_their_rate():
+    listed = _failed(LISTED_EARLY, stability="deterministic 2/2")
+    both = _failed(NEVER, LISTED_EARLY, stability="deterministic 2/2")
+    assert compare.merged_cell(PASSED, PASSED) == "ok"
+    assert compare.merged_cell(None, None) == "-"
+    assert (
+        compare.merged_cell(listed, PASSED) == "window (1/2 runs): listed-before-topology-complete"
+    )
+    assert compare.merged_cell(both, _failed(NEVER)) == (
+        "FAIL: never-registered; window (1/2 runs): listed-before-topology-complete"
+    )
+    assert compare.merged_cell(_failed(NEVER), PASSED) == "FLIPS: FAIL: never-registered / ok"
+    matrix = compare.merged_matrix(
+        [_run("0.9.1", disaggregated=listed)],
+        [_run("0.9.1", disaggregated=listed)],
+        ["disaggregated", "rerank"],
+    )
+    assert matrix.splitlines()[2] == (
+        "| disaggregated | window (2/2 runs): listed-before-topology-complete |"
+    )
+    assert "rerank" not in matrix

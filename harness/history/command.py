@@ -185,6 +185,7 @@ def _compare(runs: list[ReleaseRun], topologies: list[str], against: Path, out_d
     before = table.from_json(against.read_text())
     compared, found = compare.differences(runs, before, topologies)
     text = compare.report(compared, found, str(against))
+    text += "\nBoth runs together:\n\n" + compare.merged_matrix(runs, before, topologies)
     (out_dir / "compare.md").write_text(text)
     print(text)
 

@@ -1,7 +1,8 @@
 """Do two history runs read the same? Cell by cell, windows compared as windows.
 
 A cell's verdict is deterministic (conformant, or the same violations on every run) or a
-window (violations some runs saw and others did not: `stability` says "intermittent k/N").
+window (violations some runs saw and others did not: `stability` says "intermittent k/N";
+and the race kinds below, windows by what they observe).
 Two histories agree on a cell when both are conformant, when both fail deterministically with
 the same violation kinds, or when either saw a window and the other saw those kinds at most
 (nothing, the same window, or the same kinds every time): a window is a rate, and two samples
@@ -16,8 +17,14 @@ from dataclasses import dataclass
 
 from discovery_harness.history.record import ItemFindings
 from discovery_harness.history.run import ReleaseRun
+from discovery_harness.model.violations import BAD_RESPONSE, LISTED_EARLY
 
 OK, SKIPPED = "ok", "-"
+# Observations of a window by what they are: the model listed before its topology can serve
+# it, and an error answered to a listed model in that time (findings 1, 6, 7). A run may see
+# one, the other or both on every try of a cell and the next run neither: they are compared
+# as windows even where every run of a cell saw them.
+RACES = frozenset({LISTED_EARLY, BAD_RESPONSE})
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,7 @@ class CellClass:
     kinds: frozenset[str]
     window: bool = False
     skipped: bool = False
+    races: frozenset[str] = frozenset()  # window observations beside deterministic kinds
 
     @classmethod
     def of(cls, item: ItemFindings | None) -> CellClass:
@@ -36,18 +44,26 @@ class CellClass:
         if item.outcome == "passed":
             return cls(frozenset())
         kinds = frozenset(v["kind"] for v in item.violations) or frozenset({item.outcome})
-        return cls(kinds, window=item.stability.startswith("intermittent"))
+        if item.stability.startswith("intermittent"):
+            return cls(kinds, window=True)
+        steady = kinds - RACES
+        return cls(steady, window=False, races=kinds & RACES)
 
     def describe(self) -> str:
         if self.skipped:
             return SKIPPED
+        races = f"window: {', '.join(sorted(self.races))}" if self.races else ""
         if not self.kinds:
-            return OK
+            return races or OK
         what = ", ".join(sorted(self.kinds))
-        return f"window: {what}" if self.window else f"FAIL: {what}"
+        if self.window:
+            return f"window: {what}"
+        return f"FAIL: {what}" + (f"; {races}" if races else "")
 
 
 def agree(a: CellClass, b: CellClass) -> bool:
+    """Skipped on both; else the same deterministic kinds (races aside), or a window on
+    either side that covers what the other saw."""
     if a.skipped or b.skipped:
         return a.skipped == b.skipped
     if a.kinds == b.kinds and a.window == b.window:
@@ -96,4 +112,42 @@ def report(compared: int, found: list[Disagreement], against: str) -> str:
     if found:
         lines += ["", "| release | topology | this run | that run |", "|---|---|---|---|"]
         lines += [f"| {d.release} | {d.topology} | {d.now} | {d.before} |" for d in found]
+    return "\n".join(lines) + "\n"
+
+
+def _seen(cell: CellClass) -> frozenset[str]:
+    return cell.kinds | cell.races
+
+
+def merged_cell(a: ItemFindings | None, b: ItemFindings | None) -> str:
+    """One cell as two runs read it together: the violations both saw deterministically, and
+    the windows with how many of the two runs saw them; a flip says both sides."""
+    ca, cb = CellClass.of(a), CellClass.of(b)
+    if ca.skipped and cb.skipped:
+        return SKIPPED
+    if not agree(ca, cb):
+        return f"FLIPS: {ca.describe()} / {cb.describe()}"
+    steady = ca.kinds if not (ca.window or cb.window) else frozenset()
+    windows = (_seen(ca) | _seen(cb)) - steady
+    parts = [f"FAIL: {', '.join(sorted(steady))}"] if steady else []
+    if windows:
+        runs = sum(1 for cell in (ca, cb) if _seen(cell) & windows)
+        parts.append(f"window ({runs}/2 runs): {', '.join(sorted(windows))}")
+    return "; ".join(parts) or OK
+
+
+def merged_matrix(
+    now: Sequence[ReleaseRun], before: Sequence[ReleaseRun], topologies: Sequence[str]
+) -> str:
+    """Topology x release over the releases both runs hold, each cell as merged_cell says."""
+    earlier = {run.release: run for run in before}
+    pairs = [(run, earlier[run.release]) for run in now if run.release in earlier]
+    names = [t for t in topologies if any(t in a.findings or t in b.findings for a, b in pairs)]
+    lines = [
+        "| topology | " + " | ".join(a.release for a, _ in pairs) + " |",
+        "|---|" + "---|" * len(pairs),
+    ]
+    for name in names:
+        cells = [merged_cell(a.findings.get(name), b.findings.get(name)) for a, b in pairs]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
