@@ -139,3 +139,21 @@ def test_two_runs_read_together_show_steady_failures_and_windows_with_their_rate
         "| disaggregated | window (2/2 runs): listed-before-topology-complete |"
     )
     assert "rerank" not in matrix
+
+
+def test_windows_of_either_race_kind_agree_and_a_failure_in_every_run_stays_steady():
+    listed = _failed(LISTED_EARLY, stability="intermittent 2/3")
+    errored = _failed(
+        {**LISTED_EARLY, "kind": "error-for-listed-model"}, stability="intermittent 1/3"
+    )
+    _, found = compare.differences(
+        [_run("1.2.1", disaggregated=listed)],
+        [_run("1.2.1", disaggregated=errored)],
+        ["disaggregated"],
+    )
+    assert found == []
+    # Every run failed, the sets differed (a race beside #4486): never-registered is steady.
+    varied = _failed(NEVER, LISTED_EARLY, stability="intermittent 3/3")
+    assert compare.merged_cell(varied, _failed(NEVER)) == (
+        "FAIL: never-registered; window (1/2 runs): listed-before-topology-complete"
+    )

@@ -44,8 +44,10 @@ class CellClass:
         if item.outcome == "passed":
             return cls(frozenset())
         kinds = frozenset(v["kind"] for v in item.violations) or frozenset({item.outcome})
-        if item.stability.startswith("intermittent"):
+        if item.stability.startswith("intermittent") and not _every_run_failed(item):
             return cls(kinds, window=True)
+        # Every run failed (deterministic, or intermittent N/N: the runs saw different sets,
+        # which the race kinds make so): the other kinds are taken as steady.
         steady = kinds - RACES
         return cls(steady, window=False, races=kinds & RACES)
 
@@ -61,6 +63,13 @@ class CellClass:
         return f"FAIL: {what}" + (f"; {races}" if races else "")
 
 
+def _every_run_failed(item: ItemFindings) -> bool:
+    """ "intermittent k/N" with k == N: each run failed, with different violations."""
+    rate = item.stability.split()[-1] if item.stability else ""
+    failed, _, runs = rate.partition("/")
+    return bool(runs) and failed == runs
+
+
 def agree(a: CellClass, b: CellClass) -> bool:
     """Skipped on both; else the same deterministic kinds (races aside), or a window on
     either side that covers what the other saw."""
@@ -70,7 +79,8 @@ def agree(a: CellClass, b: CellClass) -> bool:
         return True
     if a.window or b.window:  # a rate sampled twice: the other saw these kinds at most
         window, other = (a, b) if a.window else (b, a)
-        return other.kinds <= window.kinds or (window.kinds <= other.kinds and other.window)
+        seen, steady = window.kinds - RACES, other.kinds - RACES  # a race is a race
+        return steady <= seen or (seen <= steady and other.window)
     return False
 
 
