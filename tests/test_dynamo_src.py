@@ -228,6 +228,9 @@ def test_bisect_finds_the_breaking_commit_skips_the_misfit_and_leaves_the_repo(
     assert f"{hashes[MISFIT_AT][:12]}" in printed and "-> skip (checkout and runtime" in printed
     report = json.loads((tmp_path / "out" / "bisect.json").read_text())
     assert report["first"]["commit"] == hashes[BREAKS_AT] and report["kind"] == "regression"
+    page = (tmp_path / "out" / "bisect.html").read_text()
+    assert "<h1>Bisect: regression</h1>" in page
+    assert f"<td><code>{hashes[BREAKS_AT][:12]}</code></td>" in page
     assert any(s["mark"] == SKIP and s["commit"] == hashes[MISFIT_AT] for s in report["steps"])
     assert _repo_state(repo) == before  # HEAD, status (the uncommitted file), worktrees
     assert trees and not trees[0].exists()

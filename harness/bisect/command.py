@@ -343,6 +343,30 @@ def markdown(outcome: Outcome) -> str:
     return "\n".join(lines) + "\n"
 
 
+def html_page(outcome: Outcome) -> str:
+    """The same as markdown(), as a page: the summary, then the steps as a table."""
+    rows = "".join(
+        f"<tr><td>{number}</td><td><code>{escape(j.commit.short)}</code></td>"
+        f"<td>{escape(j.commit.subject)}</td><td>{escape(j.describe())}</td>"
+        f"<td>{escape(f'{mark} ({why})' if mark == SKIP else mark)}</td>"
+        f"<td>{j.seconds:.0f}</td></tr>"
+        for number, (j, mark, why) in enumerate(outcome.steps, 1)
+    )
+    summary = escape("\n".join(outcome.summary()))
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Bisect</title>'
+        "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #bbb;padding:.3em .6em;text-align:left;vertical-align:top}"
+        "pre{background:#f4f4f4;padding:.8em;white-space:pre-wrap}</style></head><body>"
+        f"<h1>Bisect: {escape(outcome.kind)}</h1><p>{escape(str(outcome.checkout))}, judged "
+        f"by {escape(outcome.selection)}.</p><p>OLD {escape(outcome.old.commit.describe())}: "
+        f"{escape(outcome.old.describe())}<br>NEW {escape(outcome.new.commit.describe())}: "
+        f"{escape(outcome.new.describe())}</p><pre>{summary}</pre>"
+        "<table><tr><th>step</th><th>commit</th><th>subject</th><th>verdict</th><th>mark</th>"
+        f"<th>seconds</th></tr>{rows}</table></body></html>\n"
+    )
+
+
 def write_report(outcome: Outcome, out_dir: Path) -> list[Path]:
     text = markdown(outcome)
     files = {
@@ -356,8 +380,7 @@ def write_report(outcome: Outcome, out_dir: Path) -> list[Path]:
             indent=2,
         ),
         "bisect.md": text,
-        "bisect.html": '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>Bisect</title></head><body><pre>{escape(text)}</pre></body></html>\n",
+        "bisect.html": html_page(outcome),
     }
     for name, content in files.items():
         (out_dir / name).write_text(content)
