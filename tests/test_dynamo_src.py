@@ -176,8 +176,11 @@ def _repo_state(repo: Path) -> tuple[str, str, str, str]:
     )
 
 
-def _bisect_args(repo: Path, old: str, new: str, out: Path) -> argparse.Namespace:
-    return argparse.Namespace(
+def _bisect(repo: Path, old: str, new: str, out: Path) -> int:
+    """`bisect --dynamo-src REPO OLD NEW --topology mm-encode-pd --out OUT`, in this process."""
+    from discovery_harness.model.catalogue import load
+
+    args = argparse.Namespace(
         dynamo_src=str(repo),
         old=old,
         new=new,
@@ -188,6 +191,7 @@ def _bisect_args(repo: Path, old: str, new: str, out: Path) -> argparse.Namespac
         intermittent_is_bad=False,
         out=str(out),
     )
+    return bisect_command.bisect_command(args, load())
 
 
 def _fake_judges_in_worktrees(monkeypatch, wrap=None) -> list[Path]:
@@ -211,16 +215,12 @@ def _fake_judges_in_worktrees(monkeypatch, wrap=None) -> list[Path]:
 def test_bisect_finds_the_breaking_commit_skips_the_misfit_and_leaves_the_repo(
     tmp_path: Path, monkeypatch, capsys
 ):
-    from discovery_harness.model.catalogue import load
-
     repo = tmp_path / "dynamo"
     hashes = _history(repo)
     (repo / "notes.txt").write_text("uncommitted work of the developer\n")
     before = _repo_state(repo)
     trees = _fake_judges_in_worktrees(monkeypatch)
-    code = bisect_command.bisect_command(
-        _bisect_args(repo, hashes[0], hashes[-1], tmp_path / "out"), load()
-    )
+    code = _bisect(repo, hashes[0], hashes[-1], tmp_path / "out")
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert f"REGRESSION: the first commit with NEW's verdict is {hashes[BREAKS_AT]}" in printed
@@ -250,11 +250,7 @@ def test_bisect_names_a_fix_when_the_ends_swap_meaning(tmp_path: Path, monkeypat
             path.write_text(path.read_text().replace("#4486", "fixed"))
         hashes.append(dynamo_trees.commit_all(repo, f"c{n}"))
     _fake_judges_in_worktrees(monkeypatch)
-    from discovery_harness.model.catalogue import load
-
-    code = bisect_command.bisect_command(
-        _bisect_args(repo, hashes[0], hashes[-1], tmp_path / "out"), load()
-    )
+    code = _bisect(repo, hashes[0], hashes[-1], tmp_path / "out")
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert f"FIX: the first commit with NEW's verdict is {hashes[fixed_at]}" in printed
@@ -262,14 +258,10 @@ def test_bisect_names_a_fix_when_the_ends_swap_meaning(tmp_path: Path, monkeypat
 
 
 def test_bisect_refuses_ends_with_the_same_verdict(tmp_path: Path, monkeypatch, capsys):
-    from discovery_harness.model.catalogue import load
-
     repo = tmp_path / "dynamo"
     hashes = _history(repo)
     _fake_judges_in_worktrees(monkeypatch)
-    code = bisect_command.bisect_command(
-        _bisect_args(repo, hashes[0], hashes[2], tmp_path / "out"), load()
-    )
+    code = _bisect(repo, hashes[0], hashes[2], tmp_path / "out")
     assert code == 1
     assert "OLD and NEW have the same verdict (conformant" in capsys.readouterr().err
 
@@ -447,8 +439,6 @@ def test_bisect_of_a_generated_history_names_the_breaking_commit(tmp_path: Path)
 def test_ctrl_c_during_a_bisect_removes_its_worktree_and_leaves_the_repo(
     tmp_path: Path, monkeypatch, capsys
 ):
-    from discovery_harness.model.catalogue import load
-
     repo = tmp_path / "dynamo"
     hashes = _history(repo)
     before = _repo_state(repo)
@@ -464,9 +454,7 @@ def test_ctrl_c_during_a_bisect_removes_its_worktree_and_leaves_the_repo(
         return interrupted
 
     _fake_judges_in_worktrees(monkeypatch, interrupting)
-    code = bisect_command.bisect_command(
-        _bisect_args(repo, hashes[0], hashes[-1], tmp_path / "out"), load()
-    )
+    code = _bisect(repo, hashes[0], hashes[-1], tmp_path / "out")
     assert code == 130
     assert "interrupted; its worktree removed" in capsys.readouterr().out
     assert _repo_state(repo) == before

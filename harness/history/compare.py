@@ -92,16 +92,20 @@ class Disagreement:
     before: str
 
 
+def _pairs(
+    now: Sequence[ReleaseRun], before: Sequence[ReleaseRun]
+) -> list[tuple[ReleaseRun, ReleaseRun]]:
+    """Each release both runs hold: (this run's, the other's), in this run's order."""
+    earlier = {run.release: run for run in before}
+    return [(run, earlier[run.release]) for run in now if run.release in earlier]
+
+
 def differences(
     now: Sequence[ReleaseRun], before: Sequence[ReleaseRun], topologies: Sequence[str]
 ) -> tuple[int, list[Disagreement]]:
     """(cells compared, cells that disagree) over the releases and topologies both ran."""
-    earlier = {run.release: run for run in before}
     compared, found = 0, []
-    for run in now:
-        previous = earlier.get(run.release)
-        if previous is None:
-            continue
+    for run, previous in _pairs(now, before):
         for name in topologies:
             if name not in run.findings and name not in previous.findings:
                 continue
@@ -150,8 +154,7 @@ def merged_matrix(
     now: Sequence[ReleaseRun], before: Sequence[ReleaseRun], topologies: Sequence[str]
 ) -> str:
     """Topology x release over the releases both runs hold, each cell as merged_cell says."""
-    earlier = {run.release: run for run in before}
-    pairs = [(run, earlier[run.release]) for run in now if run.release in earlier]
+    pairs = _pairs(now, before)
     names = [t for t in topologies if any(t in a.findings or t in b.findings for a, b in pairs)]
     lines = [
         "| topology | " + " | ".join(a.release for a, _ in pairs) + " |",
