@@ -16,6 +16,7 @@ from pathlib import Path
 from discovery_harness.processes import ports
 
 LOOPBACK = "127.0.0.1"
+HEALTH_CHECK_LOG_FILTER = "info,dynamo_runtime::health_check=debug"
 
 # Variables inherited from the caller's shell that would silently change what we test.
 _SCRUBBED = (
@@ -83,6 +84,9 @@ def session_env(
         "DYN_EVENT_PLANE_HOST": LOOPBACK,
         "SGLANG_HOST_IP": LOOPBACK,
         "DYN_EVENT_PLANE": "nats",
+        # Read once, at import (the worker template's too): the runtime's canary lines are
+        # debug-level, and they are how the harness counts each worker's health checks.
+        "DYN_LOG": HEALTH_CHECK_LOG_FILTER,
         "OMP_NUM_THREADS": "1",
         "PYTHONUNBUFFERED": "1",
         "NO_PROXY": "127.0.0.1,localhost",

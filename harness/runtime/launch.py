@@ -157,6 +157,7 @@ def worker_command(
             env.pop(name)
     if not namespace_flag:  # Dynamo <0.9: the namespace comes from the environment only
         env["DYN_NAMESPACE"] = site.namespace
+    env.update(worker_health_env())
     env.update(dict(spec.env))
     env.update(dict(placement.env))
     env.update(hugging_face_env(tier, site.hf_home, hf_offline))
@@ -184,6 +185,22 @@ def worker_command(
 
 
 REQUEST_PLANE_PORTS = ("DYN_TCP_RPC_PORT", "DYN_TCP_RESPONSE_STREAM_PORT")
+# The canary's idle wait: short enough that each worker's own health-check payload reaches its
+# handler during a scenario (Dynamo's default is 10 s).
+CANARY_WAIT_S = 1
+
+
+def worker_health_env() -> dict[str, str]:
+    """What Dynamo's operator gives a worker pod, so the worker's /health is the one
+    Kubernetes' readiness probe reads: the system server on, ready only when its generate
+    endpoint is (component_worker.go); and the health canary on, as the engines of a
+    failover deployment run it (failover.go), with a short idle wait."""
+    return {
+        "DYN_SYSTEM_ENABLED": "true",
+        "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS": '["generate"]',
+        "DYN_HEALTH_CHECK_ENABLED": "true",
+        "DYN_CANARY_WAIT_TIME": str(CANARY_WAIT_S),
+    }
 _PLACEHOLDER = re.compile(r"\{port:([a-z_]+)\}")
 
 
