@@ -24,7 +24,10 @@ from discovery_harness.model.violations import (
     LISTED_EARLY,
     LORA_REFUSED,
     NEVER_LISTED,
+    NEVER_READY,
     NEVER_REGISTERED,
+    READY_BEFORE_CARD,
+    READY_BUT_MUST_NOT,
     REGISTERED_UNEXPECTEDLY,
     STATUS_503,
     WORKER_EXITED,
@@ -39,6 +42,7 @@ from discovery_harness_scenarios.catalogue import (
     DISAGGREGATED,
     LORA_P_D,
     MM_ENCODE_PD,
+    MULTINODE,
 )
 
 pytestmark = [pytest.mark.selftest, pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]
@@ -329,3 +333,40 @@ def test_a_missing_card_is_caught_on_the_file_discovery_backend(deploy):
     )
     message = _only_message(failure, NEVER_REGISTERED, "worker")
     assert "serving but without a model card" in message
+
+
+# The readiness contract (a worker's /health, the probe Kubernetes reads): each way to break it.
+@pytest.mark.pre_merge
+@pytest.mark.timeout(240)
+def test_a_worker_that_never_says_ready_is_caught(deploy):
+    failure = _deploy_and_verify(deploy, AGGREGATED, faults={"worker": "never-ready"})
+    message = _only_message(failure, NEVER_READY, "worker")
+    assert "worker 'worker' (pid " in message and "start path init_decode" in message
+    assert "never said ready on /health" in message
+    assert "HTTP 503" in message and "generate ready" in message  # what /health said
+    assert "its card v1/mdc/" in message  # registered all the same
+    assert "HARNESS-FAULT never-ready" in failure.find(NEVER_READY, "worker")[0].evidence
+
+
+@pytest.mark.pre_merge
+@pytest.mark.timeout(240)
+@pytest.mark.multimodal
+def test_a_worker_ready_before_its_card_is_caught_with_the_window(deploy):
+    failure = _deploy_and_verify(
+        deploy, MM_ENCODE_PD, faults={"mm-worker": "ready-before-card"}, fault_delay_s=2.5
+    )
+    message = _only_message(failure, READY_BEFORE_CARD, "mm-worker")
+    assert "worker 'mm-worker' (pid " in message and "init_multimodal_worker" in message
+    window = float(message.split("said ready on /health ")[1].split(" s before")[0])
+    assert 0.5 < window <= 2.6, message  # the delay, less what the worker took to be ready
+    assert "none of them its own" in message and "v1/mdc/" in message
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_a_follower_that_says_ready_is_caught(deploy):
+    """The multi-node follower's contract (measured on 1.6.1): 503 notready for life. One
+    that takes the leader's path serves and says ready: caught beside its registration."""
+    failure = _deploy_and_verify(deploy, MULTINODE, faults={"follower": "register-anyway"})
+    message = _only_message(failure, READY_BUT_MUST_NOT, "follower")
+    assert "must never be ready" in message and "worker 'follower' (pid " in message

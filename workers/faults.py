@@ -34,6 +34,8 @@ FAULTS = (
     "lora-as-chat",
     "lora-card-stays",
     "unready-after-registration",
+    "never-ready",
+    "ready-before-card",
     *BAD_ANSWERS,  # right registration, wrong answers (workers/bad_answers.py)
 )
 # Set by the harness for the worker; its own python children (the gateway's) inherit them,
@@ -43,6 +45,9 @@ _installed: list[str] = []  # the fault installed in this process, once
 EXIT_AFTER_REGISTRATION_CODE = 17
 HANDLER_ERROR_MESSAGE = "injected handler fault"
 UNREADY_REQUESTS = 1  # refused by a worker that registered before it could serve
+# An endpoint no worker serves, required for /health ready by never-ready.
+NEVER_SERVED_ENDPOINT = "harness_never_served"
+READY_BEFORE_CARD_DELAY_S = 3.0  # ready-before-card's registration delay without a given one
 
 
 def _announce(name: str, detail: str) -> None:
@@ -62,10 +67,12 @@ def _skip(real: Callable[..., Any]) -> Callable[..., Any]:
     return skipped
 
 
-def _delayed(seconds: float) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def _delayed(
+    seconds: float, name: str = "delayed-registration"
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def wrap(real: Callable[..., Any]) -> Callable[..., Any]:
         async def delayed(*args: Any, **kwargs: Any) -> Any:
-            _announce("delayed-registration", f"registering after {seconds:.0f} s")
+            _announce(name, f"registering after {seconds:.0f} s")
             await asyncio.sleep(seconds)
             return await real(*args, **kwargs)
 
@@ -225,6 +232,14 @@ def _unready_handlers() -> None:
     _replace_generates(unready)
 
 
+def _never_ready() -> None:
+    """Registers and serves, but its /health never says ready: the readiness it reports
+    requires an endpoint it never serves (read by the runtime when the worker creates it,
+    after this)."""
+    os.environ["DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS"] = f'["generate", "{NEVER_SERVED_ENDPOINT}"]'
+    _announce("never-ready", f"/health also waits for '{NEVER_SERVED_ENDPOINT}', never served")
+
+
 def install_from_environment() -> None:
     """Install the fault the environment names (none: run unmodified). Once per process: a
     fresh worker's start-up hook may have installed it before the launcher runs."""
@@ -252,6 +267,11 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
         _break_handlers()
     elif fault == "unready-after-registration":
         _unready_handlers()
+    elif fault == "never-ready":
+        _never_ready()
+    elif fault == "ready-before-card":
+        # Serving (so ready on /health) long before its card: the registration comes late.
+        _patch_register(_delayed(delay_s or READY_BEFORE_CARD_DELAY_S, fault))
     elif fault == "no-topology":
         _patch_register(_no_topology)
     elif fault == "advertise-internal":

@@ -11,12 +11,13 @@ a `Violation`; `ContractFailure` carries all of them at once.
 
 from __future__ import annotations
 
+import functools
 import signal
 import time
 from typing import Any, Self
 
 from discovery_harness.common.deadline import Deadline
-from discovery_harness.deployment import diagnosis, readiness
+from discovery_harness.deployment import diagnosis, health_verdict, readiness
 from discovery_harness.deployment.frontend_log import FrontendLogWindow
 from discovery_harness.deployment.listing import ListingWatch, await_listing
 from discovery_harness.deployment.options import LATE, OWN, TCP
@@ -49,6 +50,7 @@ from discovery_harness.serving.http_client import RecordingClient
 from discovery_harness.serving.listing import listed_ids
 from discovery_harness.serving.requests import Reply, send
 from discovery_harness.serving.shapes import DEFAULT
+from discovery_harness.serving.worker_health import HealthWatch, WorkerHealth
 
 
 class Deployment:
@@ -82,6 +84,11 @@ class Deployment:
         )
         self.deadline = Deadline(self.plan.register_deadline_s)
         self.not_started: list[Violation] = []  # held back by a start order that broke
+        # Every worker's /health and /live, spawn to stop (etcd's cards read at each first
+        # ready answer: the proof of a ready-before-card).
+        self.health = HealthWatch(
+            functools.partial(health_verdict.card_keys_now, self.observer, self.namespace)
+        )
         self._ticker: ProgressTicker | None = None
         self._milestones: dict[str, LogMilestones] = {}
         self._ready_known: tuple[tuple[Violation, str], ...] = ()
@@ -145,12 +152,12 @@ class Deployment:
             self.processes.start_frontend()
         workers = self.processes.workers
         for role in plan.first_started:
-            workers.append(self.processes.launch(plan.topology.worker(role)))
+            workers.append(self._watched(self.processes.launch(plan.topology.worker(role))))
         if plan.topology.public_workers:
             self.listing.start()
         order = plan.start_order
         for position, role in enumerate(order):
-            workers.append(self.processes.launch(plan.topology.worker(role)))
+            workers.append(self._watched(self.processes.launch(plan.topology.worker(role))))
             if position + 1 < len(order) and not readiness.await_turn(
                 self.observer,
                 self.roster(),
@@ -205,6 +212,10 @@ class Deployment:
             )
         elif not registered:  # listed although a worker never registered
             violations += readiness.listed_early(self.listing, self._serving(), [])
+        if registered and self.topology.health_judged:
+            # Registered and served: each worker's /health has the card grace to say ready.
+            health_verdict.await_ready(self.health, self.workers, Deadline(settings.card_grace))
+            violations += self._health(health_verdict.AT_READINESS)
         found_exits = {v.role for v in violations if v.kind in (WORKER_EXITED, MISFIT)}
         state = self.observer.state()
         violations += [
@@ -214,6 +225,15 @@ class Deployment:
         ]
         misfits = [v for v in violations if v.kind == MISFIT]
         return misfits or violations  # a pair that cannot run: that, not what followed
+
+    def _health(self, kinds: tuple[str, ...]) -> list[Violation]:
+        """The readiness contract's violations of `kinds` (discovery_harness.judge.health)."""
+        if not self.topology.health_judged:
+            return []
+        waited = f"{self.session.settings.card_grace:.0f} s after it registered and was served"
+        return health_verdict.violations(
+            self.health, self.observer, self.roster(), kinds, waited
+        )
 
     def _serving(self) -> readiness.Serving:
         public = self.topology.public_workers
@@ -272,6 +292,7 @@ class Deployment:
             diagnosis.exited(w, state, self.namespace, "nothing (it had registered)")
             for w in self.processes.exited_unexpectedly()
         ]
+        violations += self._health(health_verdict.AT_VERDICT)
         return violations + judged.after_ready(
             self.discovery_now(),
             self.namespace,
@@ -340,7 +361,13 @@ class Deployment:
         return self.records(self.observer.state(), self.worker(role)).card
 
     def timeline(self) -> list[WorkerTimeline]:
-        return worker_timelines(self.observer, self.roster(), self.listed_at, self.client.exchanges)
+        return worker_timelines(
+            self.observer,
+            self.roster(),
+            self.listed_at,
+            self.client.exchanges,
+            self.health.health(),
+        )
 
     @property
     def listed_at(self) -> float | None:
@@ -369,15 +396,25 @@ class Deployment:
 
     def kill(self, role: str, sig: signal.Signals = signal.SIGKILL) -> None:
         """See Processes.kill: signal one worker, SIGKILL after its stop grace."""
+        self.health.stopping(self.worker(role).pid)
         self.processes.kill(role, sig)
 
     def restart(self, role: str) -> Worker:
-        return self.processes.restart(role)
+        return self._watched(self.processes.restart(role))
 
     def add_stray(self, spec: WorkerSpec) -> Worker:
         """A worker outside the topology in this namespace: its keys are what the
         interference check reports, naming it."""
-        return self.processes.add_stray(spec)
+        return self._watched(self.processes.add_stray(spec))
+
+    def _watched(self, worker: Worker) -> Worker:
+        """A worker just launched, its health observed from now."""
+        self.health.watch(worker.role, worker.pid, worker.ports.system, worker.proc.started_wall)
+        return worker
+
+    def worker_health(self) -> dict[int, WorkerHealth]:
+        """What each worker's /health said so far, by pid."""
+        return self.health.health()
 
     def restart_frontend(self) -> float | None:
         """Restart this deployment's own frontend (same address) and wait until it lists the
@@ -390,6 +427,7 @@ class Deployment:
 
     def stop(self) -> None:
         self._stop_progress("stopped before it was ready")
+        self.health.stop()
         self.listing.stop()
         if self.observer is not self.session.observer:
             self.observer.stop()

@@ -21,6 +21,8 @@ MATTERS = re.compile(
     r"HARNESS-FAULT|exit",
     re.IGNORECASE,
 )
+# The system server logs each 503 it answers (the harness's own /health reads) at ERROR.
+PROBE_ANSWER = re.compile(r"tower_http::trace::on_failure")
 EXCERPT_LINES = 15
 LAST_LINES = 3
 
@@ -44,9 +46,12 @@ def log_evidence(worker: Worker, lines: int = EXCERPT_LINES) -> str:
         return f"worker '{worker.role}' (pid {worker.pid}): no log at {path}"
     everything = text.splitlines()
     # The lines that matter, then the last few (what it was doing when the harness looked).
-    last = range(max(0, len(everything) - LAST_LINES), len(everything))
-    matching = [i for i, line in enumerate(everything) if MATTERS.search(line)]
-    chosen = sorted({*matching[-(lines - LAST_LINES) :], *last})
+    # The harness's own /health reads are no part of it; an injected fault's lines always are.
+    own = [i for i, line in enumerate(everything) if not PROBE_ANSWER.search(line)]
+    last = own[-LAST_LINES:]
+    matching = [i for i in own if MATTERS.search(everything[i])]
+    faults = [i for i in matching if "HARNESS-FAULT" in everything[i]][:LAST_LINES]
+    chosen = sorted({*faults, *matching[-(lines - LAST_LINES - len(faults)) :], *last})
     what = "lines about errors, registration and faults, and the last lines"
     shown = "\n".join(f"    | {everything[i]}" for i in chosen) or "    (log empty)"
     return (

@@ -1,5 +1,6 @@
 """A worker's registration marks, defined once: process start, its generate instance's first
-put, its card's first put, the model first listed, and the first answer.
+put, its card's first put, its /health first ready, the model first listed, and the first
+answer.
 
 The JUnit timeline, the HTML/Markdown report and the live progress lines all read these, so
 they cannot disagree. The first answer is the first request the frontend answered 200 for
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from discovery_harness.deployment.roster import Roster
 from discovery_harness.discovery.observer import DiscoveryObserver
 from discovery_harness.serving.http_client import Exchange
+from discovery_harness.serving.worker_health import WorkerHealth
 
 
 def first_answer(exchanges: Iterable[Exchange]) -> Exchange | None:
@@ -28,10 +30,13 @@ class WorkerTimeline:
     started: float  # wall time of process start
     instance_at: float | None = None  # first put of its generate instance key
     card_at: float | None = None  # first put of its model card
+    ready_at: float | None = None  # its /health first said ready (the readiness probe)
     listed_at: float | None = None  # the topology's public model first in /v1/models
     first_ok_at: float | None = None  # the first answer (see first_answer)
     instance_key: str | None = None
     card_key: str | None = None
+    # Every change of its /health after the first ready answer (what it said, when).
+    health_after_ready: tuple[str, ...] = ()
 
     def offsets(self) -> dict[str, float | None]:
         def since(stamp: float | None) -> float | None:
@@ -40,6 +45,7 @@ class WorkerTimeline:
         return {
             "instance": since(self.instance_at),
             "card": since(self.card_at),
+            "ready": since(self.ready_at),
             "listed": since(self.listed_at),
             "first_200": since(self.first_ok_at),
         }
@@ -50,7 +56,7 @@ class WorkerTimeline:
 
 
 HEADER = f"{'role':<18} {'pid':>7} " + " ".join(
-    f"{h:>9}" for h in ("instance", "card", "listed", "first_200")
+    f"{h:>9}" for h in ("instance", "card", "ready", "listed", "first_200")
 )
 
 
@@ -59,8 +65,10 @@ def worker_timelines(
     roster: Roster,
     listed_at: float | None,
     exchanges: Iterable[Exchange],
+    health: dict[int, WorkerHealth] | None = None,
 ) -> list[WorkerTimeline]:
-    """Each worker's marks, from the observer's first puts and the client's exchanges."""
+    """Each worker's marks, from the observer's first puts, the health watch and the client's
+    exchanges."""
     state = observer.state()
     answered = first_answer(exchanges)
     rows = []
@@ -68,6 +76,17 @@ def worker_timelines(
         records = roster.records(state, worker)
         instance = observer.first_put(records.generate.key) if records.generate else None
         card = observer.first_put(records.card.key) if records.card else None
+        said = (health or {}).get(worker.pid)
+        ready_at = said.ready_at if said is not None else None
+        after = (
+            tuple(
+                f"{c.at - worker.proc.started_wall:.2f}s {c.describe()}"
+                for c in said.before_stop()
+                if c.at > ready_at
+            )
+            if said is not None and ready_at is not None
+            else ()
+        )
         rows.append(
             WorkerTimeline(
                 role=worker.role,
@@ -75,10 +94,12 @@ def worker_timelines(
                 started=worker.proc.started_wall,
                 instance_at=instance.wall_time if instance else None,
                 card_at=card.wall_time if card else None,
+                ready_at=ready_at,
                 listed_at=listed_at,
                 first_ok_at=answered.wall_time if answered else None,
                 instance_key=records.generate.key if instance and records.generate else None,
                 card_key=records.card.key if card and records.card else None,
+                health_after_ready=after,
             )
         )
     return rows

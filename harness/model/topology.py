@@ -11,6 +11,13 @@ from discovery_harness.model.contract import ExpectedCard
 # ones, or every one (where the kind is best exercised; the default run keeps its time).
 CHEAP_SHAPES, EVERY_SHAPE = "cheap", "every"
 
+# What a worker's /health (the readiness probe Kubernetes reads) must say over its life
+# (discovery_harness.judge.health): ready within the registration deadline, never before its
+# card, and then until it is stopped; or, for a worker that must not register, 503 notready
+# for as long as it lives (measured on 1.6.1: a multi-node follower's generate endpoint never
+# serves, and the operator's endpoint-health setting keeps it notready).
+READY_AFTER_CARD, STAYS_NOT_READY = "ready-after-card", "stays-not-ready"
+
 
 @dataclass(frozen=True, kw_only=True)
 class KnownWindow:
@@ -87,10 +94,24 @@ class WorkerSpec:
     # that registers nothing. Readiness waits for it (or, without one, the card grace), so a
     # late wrong registration is not missed.
     stays_out_log: str | None = None
+    # Its readiness contract (READY_AFTER_CARD, STAYS_NOT_READY); None: the default for its
+    # kind (see `readiness`).
+    health: str | None = None
 
     @property
     def registers(self) -> bool:
         return self.card is not None and self.registrants > 0
+
+    @property
+    def readiness(self) -> str | None:
+        """What its /health must say: a registering worker becomes ready after its card; one
+        that must not register stays not ready; an internal endpoint of an older era (it
+        serves peers, no card) is not judged."""
+        if self.health is not None:
+            return self.health
+        if self.registers:
+            return READY_AFTER_CARD
+        return None if self.internal_endpoint else STAYS_NOT_READY
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +188,9 @@ class Era:
     # A served model name the era's workers insist on (0.7/0.8's encode worker accepts only
     # the model names it knows); None: the harness's unique name per deployment.
     served_model_name: str | None = None
+    # Whether its workers' /health is judged: the readiness contract was measured on 1.6.1
+    # with the operator's endpoint-health setting; older releases are not held to it.
+    health_judged: bool = False
 
     def shape(self, worker: WorkerSpec) -> WorkerSpec:
         """One of the topology's own workers as this era declares it."""
@@ -246,6 +270,11 @@ class Topology:
             era=era,
             cpu_skip=era.cpu_skip or self.cpu_skip,
         )
+
+    @property
+    def health_judged(self) -> bool:
+        """Whether its workers' /health is held to their readiness contracts."""
+        return self.era is None or self.era.health_judged
 
     @property
     def public_workers(self) -> tuple[WorkerSpec, ...]:

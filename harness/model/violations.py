@@ -20,6 +20,11 @@ REGISTERED_UNEXPECTEDLY = "registered-but-must-not"
 INTERFERENCE = "interference"
 NEEDS_UNMET = "needs-not-met"  # audit: a card needs a worker type no peer has
 LORA_REFUSED = "lora-refused"  # a worker answered a LoRA load/unload with an error
+# The readiness contract (a worker's /health, Kubernetes' readiness probe):
+NEVER_READY = "never-ready"  # registered (or not), never said ready in time
+READY_BEFORE_CARD = "ready-before-card"  # said ready while its card was not in etcd
+UNREADY_AFTER_READY = "unready-after-ready"  # fell back to not ready, nothing done to it
+READY_BUT_MUST_NOT = "ready-but-must-not"  # a worker that serves nothing said ready
 # --dynamo-src: the checkout's Python and the runtime under it disagree (a keyword the runtime
 # rejects at registration): not a violation of the code's contract, the pair cannot run.
 MISFIT = "checkout-runtime-misfit"
