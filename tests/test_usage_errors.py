@@ -10,14 +10,12 @@ line. One case of each runs as a real subprocess, end to end."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 
 import pytest
 
-from discovery_harness.cli.app import main as cli_main
-from tests.inner_pytest import ONE_GPU, ROOT, run_pytest, session_env
+from tests.inner_pytest import ONE_GPU, ROOT, cli_in_process, run_pytest, session_env
 
 SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated]"
 GPU_SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated-1gpu]"
@@ -104,21 +102,7 @@ CLI_CASES = [
     ("args", "says"), [pytest.param(args, says, id=name) for name, args, says in CLI_CASES]
 )
 def test_bad_cli_input_is_one_usage_error(args, says, capsys):
-    _assert_one_usage_error(_cli(capsys, *args), says, ": error: ")
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m discovery_harness ARGS` run by its `main` in this process: its exit status
-    (returned, or argparse's exit) and what it printed."""
-    pipe = signal.getsignal(signal.SIGPIPE)  # plan and topologies reset it
-    try:
-        code = cli_main(list(args))
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    finally:
-        signal.signal(signal.SIGPIPE, pipe)
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(list(args), code, out, err)
+    _assert_one_usage_error(cli_in_process(capsys, *args), says, ": error: ")
 
 
 def _harness(*args: str) -> subprocess.CompletedProcess[str]:
@@ -181,7 +165,7 @@ OWN_WORDS_CASES = [
 )
 def test_every_command_gives_bad_input_the_same_exit_code(args, prefix, says, capsys):
     """up and audit too: 4, one line (they answered 2 before)."""
-    _assert_one_usage_error(_cli(capsys, *args), says, prefix)
+    _assert_one_usage_error(cli_in_process(capsys, *args), says, prefix)
 
 
 def test_an_empty_selection_is_a_usage_error_and_leaves_the_report_alone():
