@@ -5,6 +5,9 @@ checkout, editable). scenarios/ is the installed `discovery_harness_scenarios` p
 collecting scenarios/test_x.py from here, imports it as `scenarios.test_x`, so `scenarios` is
 bound to that same package object, and no file of it is imported twice under two names
 (`pytest --pyargs discovery_harness_scenarios` from an install needs none of this).
+
+`pytester` (pytest's own) runs inner pytest sessions in this process for the harness's tests
+(tests/inner_pytest.py): a usage error or a selection checked without a new interpreter.
 """
 
 import sys
@@ -12,3 +15,5 @@ import sys
 import discovery_harness_scenarios
 
 sys.modules.setdefault("scenarios", discovery_harness_scenarios)
+
+pytest_plugins = ["pytester"]

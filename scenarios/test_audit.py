@@ -146,6 +146,7 @@ def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
         _stop_up(up)
 
 
+@pytest.mark.selftest  # a fault injected: under -m, only when it names selftest
 @pytest.mark.pre_merge
 @pytest.mark.multimodal
 @pytest.mark.timeout(240)
@@ -232,6 +233,7 @@ SKIP_CASES = [
 ]
 
 
+@pytest.mark.selftest  # a fault injected: under -m, only when it names selftest
 @pytest.mark.nightly
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize(("topology", "role"), SKIP_CASES)
@@ -251,6 +253,7 @@ def test_each_skipped_registration_is_named_as_the_self_test_names_it(
     assert code == 1 and _named(out, set(twin_roles(topology, role))), out
 
 
+@pytest.mark.selftest  # a fault injected: under -m, only when it names selftest
 @pytest.mark.nightly
 @pytest.mark.timeout(240)
 def test_told_the_topology_a_wrong_worker_type_is_a_wrong_card(deployed, capsys, tmp_path):
@@ -264,6 +267,7 @@ def test_told_the_topology_a_wrong_worker_type_is_a_wrong_card(deployed, capsys,
     assert "worker_type 'decode', expected 'aggregated'" in out
 
 
+@pytest.mark.selftest  # a fault injected: under -m, only when it names selftest
 @pytest.mark.nightly
 @pytest.mark.timeout(240)
 def test_a_probe_names_the_error_for_a_listed_model(deployed, capsys, tmp_path):
@@ -274,6 +278,7 @@ def test_a_probe_names_the_error_for_a_listed_model(deployed, capsys, tmp_path):
     assert code == 1 and f"[{BAD_RESPONSE}]" in out and "-> 500" in out, out
 
 
+@pytest.mark.selftest  # a fault injected: under -m, only when it names selftest
 @pytest.mark.nightly
 @pytest.mark.timeout(240)
 def test_an_internal_card_made_public_is_named(deployed, capsys, tmp_path):
@@ -282,6 +287,7 @@ def test_an_internal_card_made_public_is_named(deployed, capsys, tmp_path):
     assert code == 1 and f"[{INTERNAL_ADVERTISED}] worker 'mm-worker'" in out, out
 
 
+@pytest.mark.selftest  # a fault injected: under -m, only when it names selftest
 @pytest.mark.nightly
 @pytest.mark.timeout(240)
 def test_a_late_card_within_the_grace_is_conformant(deployed, capsys, tmp_path):

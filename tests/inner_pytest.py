@@ -3,10 +3,13 @@ check what a user running pytest sees (exit status, terminal output, usage error
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import pytest
 
 from discovery_harness.runtime import gpus
 
@@ -52,3 +55,21 @@ def run_cli(
         timeout=timeout,
         env=session_env(**(env or {})),
     )
+
+
+def cli_in_process(
+    capsys: pytest.CaptureFixture[str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """`python -m discovery_harness ARGS` run by its `main` in this process: its exit status
+    (returned, or argparse's exit) and what it printed."""
+    from discovery_harness.cli.app import main as cli_main  # the whole CLI: only when asked
+
+    pipe = signal.getsignal(signal.SIGPIPE)  # plan and topologies reset it
+    try:
+        code = cli_main(list(args))
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        signal.signal(signal.SIGPIPE, pipe)
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, out, err)

@@ -6,6 +6,8 @@ The foreign suite has its own conftest (an option named like one of the harness'
 os.environ change that outlives its test) and Dynamo's marker names, registered and strict.
 It records, item by item, what was collected, deselected and how each phase ended; the
 same run without the plugin (`-p no:discovery_harness.plugin`) must record exactly the same.
+Those runs are pytest sessions in this process (pytester: what is compared is the sessions'
+records, not the interpreter); the run that deploys, a real user's command, is a subprocess.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,7 +28,7 @@ PYPROJECT = (
     'addopts = "--strict-markers -p no:cacheprovider"\n'
     "markers = [" + ", ".join(f'"{m}: Dynamo\'s"' for m in DYNAMO_MARKERS) + "]\n"
 )
-CONFTEST = '''
+CONFTEST = """
 import json, os
 import pytest
 
@@ -47,8 +50,8 @@ def pytest_sessionfinish(session, exitstatus):
     RECORD["exit"] = int(exitstatus)
     with open(os.environ["FOREIGN_RECORD"], "w") as sink:
         json.dump(RECORD, sink, indent=1, sort_keys=True)
-'''
-TESTS = '''
+"""
+TESTS = """
 import os
 import pytest
 
@@ -91,8 +94,8 @@ def test_known_failure():
 
 def test_fails():
     assert False
-'''
-ASKS_FOR_A_TOPOLOGY = '''
+"""
+ASKS_FOR_A_TOPOLOGY = """
 import httpx
 import pytest
 
@@ -105,7 +108,7 @@ def test_my_change_keeps_multimodal_discovery(discovery_deployment):
     assert discovery_deployment.model in [m["id"] for m in listed["data"]]
     reply = discovery_deployment.send("chat-image")  # an image and a question, judged
     assert reply.ok, reply.problem
-'''  # docs/ci.md "Using it from another test suite", word for word
+"""  # docs/ci.md "Using it from another test suite", word for word
 
 
 def test_the_docs_show_the_example_this_module_runs():
@@ -124,16 +127,35 @@ def foreign_suite(root: Path, *, asks_for_a_topology: bool = False) -> Path:
     return root
 
 
-def run(suite: Path, *args: str, timeout: float = 120) -> tuple[dict | None, str, Path]:
-    """The suite's run from its own folder: its record, its output, its step summary file."""
+def _files(suite: Path) -> tuple[Path, Path]:
+    """A new run's record and step summary files (the summary empty)."""
     record = suite / f"record-{len(list(suite.glob('record-*')))}.json"
     summary = suite / f"summary-{record.stem}.md"
     summary.write_text("")
-    env = {
+    return record, summary
+
+
+def _own_environment(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """The environment without the harness's variables and the outer pytest's."""
+    return {
         k: v
-        for k, v in os.environ.items()
+        for k, v in env.items()
         if not k.startswith(("PYTEST_", "HARNESS_")) and k != "GITHUB_STEP_SUMMARY"
     }
+
+
+def _outcome(record: Path, output: str, args: tuple[str, ...]) -> dict | None:
+    if "--help" in args:
+        return None
+    assert record.exists(), output
+    return json.loads(record.read_text())
+
+
+def run(suite: Path, *args: str, timeout: float = 120) -> tuple[dict | None, str, Path]:
+    """The suite's run from its own folder, in a new interpreter: its record, its output, its
+    step summary file."""
+    record, summary = _files(suite)
+    env = _own_environment(os.environ)
     env.update(FOREIGN_RECORD=str(record), GITHUB_STEP_SUMMARY=str(summary))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", *args],
@@ -144,10 +166,31 @@ def run(suite: Path, *args: str, timeout: float = 120) -> tuple[dict | None, str
         timeout=timeout,
     )
     output = done.stdout + done.stderr
-    if "--help" in args:
-        return None, output, summary
-    assert record.exists(), output
-    return json.loads(record.read_text()), output, summary
+    return _outcome(record, output, args), output, summary
+
+
+@pytest.fixture
+def run_here(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., tuple[dict | None, str, Path]]:
+    """`run`, as a pytest session in this process (pytester), in the same environment: what
+    one test of the suite leaves in os.environ is gone before the next run."""
+
+    def run_in_process(suite: Path, *args: str) -> tuple[dict | None, str, Path]:
+        record, summary = _files(suite)
+        with monkeypatch.context() as patch:
+            patch.chdir(suite)
+            for name in set(os.environ) - set(_own_environment(os.environ)):
+                patch.delenv(name)
+            patch.setenv("FOREIGN_RECORD", str(record))
+            patch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+            patch.delenv("FOREIGN_LEFT", raising=False)  # the suite's own test sets it
+            done = pytester.runpytest_inprocess(*args)
+            os.environ.pop("FOREIGN_LEFT", None)
+        output = "\n".join(done.outlines + done.errlines)
+        return _outcome(record, output, args), output, summary
+
+    return run_in_process
 
 
 @pytest.mark.parametrize(
@@ -155,10 +198,12 @@ def run(suite: Path, *args: str, timeout: float = 120) -> tuple[dict | None, str
     [[], ["-m", "nightly"], ["-m", "pre_merge and gpu_0"], ["-m", "not nightly", "-x"]],
     ids=["no-m", "nightly", "pre_merge-and-gpu_0", "not-nightly-x"],
 )
-def test_a_suite_that_does_not_use_the_harness_runs_exactly_as_without_it(tmp_path, selection):
+def test_a_suite_that_does_not_use_the_harness_runs_exactly_as_without_it(
+    tmp_path, selection, run_here
+):
     suite = foreign_suite(tmp_path / "suite")
-    with_plugin, output, summary = run(suite, *selection)
-    without, _, _ = run(suite, *selection, "-p", "no:discovery_harness.plugin")
+    with_plugin, output, summary = run_here(suite, *selection)
+    without, _, _ = run_here(suite, *selection, "-p", "no:discovery_harness.plugin")
     assert with_plugin is not None and with_plugin == without, output
     assert with_plugin["collected"], output  # the comparison compared something
     assert "discovery harness" not in output
@@ -166,10 +211,10 @@ def test_a_suite_that_does_not_use_the_harness_runs_exactly_as_without_it(tmp_pa
     assert summary.read_text() == ""
 
 
-def test_no_discovery_harness_unloads_the_plugin(tmp_path):
+def test_no_discovery_harness_unloads_the_plugin(tmp_path, run_here):
     suite = foreign_suite(tmp_path / "suite")
-    _, loaded, _ = run(suite, "--help")
-    _, unloaded, _ = run(suite, "--help", "-p", "no:discovery_harness.plugin")
+    _, loaded, _ = run_here(suite, "--help")
+    _, unloaded, _ = run_here(suite, "--help", "-p", "no:discovery_harness.plugin")
     assert "--tier=" in loaded and "--tier=" not in unloaded
     # The suite's own --model wins over the harness's (which it leaves out).
     assert "--model=" in unloaded and "--model=KEY=REF" not in loaded
@@ -177,7 +222,7 @@ def test_no_discovery_harness_unloads_the_plugin(tmp_path):
 
 @pytest.mark.e2e
 @pytest.mark.timeout(300)
-def test_a_test_of_another_suite_gets_a_topology_and_the_verdict(tmp_path):
+def test_a_test_of_another_suite_gets_a_topology_and_the_verdict(tmp_path, run_here):
     suite = foreign_suite(tmp_path / "suite", asks_for_a_topology=True)
     record, output, summary = run(
         suite, "-m", "pre_merge and gpu_0", "--infra", "process", timeout=280
@@ -191,7 +236,7 @@ def test_a_test_of_another_suite_gets_a_topology_and_the_verdict(tmp_path):
     ], output
     assert "discovery harness: tier cpu" in output, output
     # The suite's own items: as they are without the plugin.
-    without, _, _ = run(
+    without, _, _ = run_here(
         suite,
         "-m",
         "pre_merge and gpu_0",

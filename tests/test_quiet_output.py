@@ -109,6 +109,7 @@ def test_a_clean_conformance_run_prints_no_warning_and_names_the_kept_report(tmp
     assert all(len(cells(row)) == 5 for row in table_rows(report)), report
     assert f"JUnit report: {tmp_path / 'conformance.xml'}" in report, report
     assert ".conformance-" not in report, report
+    assert f"generated xml file: {tmp_path / 'conformance.xml'}" in result.stdout, shown[-3000:]
 
 
 @pytest.mark.nightly

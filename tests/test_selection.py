@@ -3,18 +3,35 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 
+import pytest
+
+from discovery_harness.plugin.parametrize import marker_names
 from discovery_harness_scenarios.catalogue import CATALOGUE
-from tests.inner_pytest import ONE_GPU, run_pytest
+from tests.inner_pytest import ONE_GPU
+
+InnerPytest = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def _collected(*args: str) -> list[str]:
-    result = run_pytest("--collect-only", "-q", "scenarios", *args, timeout=120)
-    assert result.returncode in (0, 5), result.stdout + result.stderr
-    return [line for line in result.stdout.splitlines() if "::" in line]
+@pytest.fixture
+def _collected(inner_pytest: InnerPytest) -> Callable[..., list[str]]:
+    """The node ids a `--collect-only` run selects (scenarios/ unless `where` says)."""
+
+    def collected(*args: str, where: tuple[str, ...] = ("scenarios",)) -> list[str]:
+        result = inner_pytest("--collect-only", "-q", *where, *args)
+        assert result.returncode in (0, 5), result.stdout + result.stderr
+        return [line for line in result.stdout.splitlines() if "::" in line]
+
+    return collected
 
 
-def test_multimodal_selects_exactly_the_multimodal_topologies():
+@pytest.fixture
+def _run(inner_pytest: InnerPytest) -> InnerPytest:
+    return inner_pytest
+
+
+def test_multimodal_selects_exactly_the_multimodal_topologies(_collected):
     selected = [n for n in _collected("-m", "multimodal") if "test_topologies.py" in n]
     multimodal = [t.name for t in CATALOGUE if "multimodal" in t.marks]
     assert {"mm-encode-pd", "mm-encode-p-d", "mm-native", "mm-native-p-d"} <= set(multimodal)
@@ -23,14 +40,45 @@ def test_multimodal_selects_exactly_the_multimodal_topologies():
     )
 
 
-def test_multimodal_self_tests_come_only_with_selftest():
+def test_multimodal_self_tests_come_only_with_selftest(_collected):
     selected = _collected("-m", "multimodal and selftest")
-    assert selected and all("test_selftests.py" in node for node in selected)
+    # the scenario self-tests and the audit's, each injecting a fault
+    assert selected and all(
+        "test_selftests.py" in node or "test_audit.py" in node for node in selected
+    )
+    assert any("test_selftests.py" in node for node in selected)
     assert any("[mm-encode-pd-mm-worker]" in node for node in selected)
     assert not any("[aggregated" in node for node in selected)
 
 
-def test_the_default_run_has_every_topology_and_only_pre_merge_self_tests():
+def test_multimodal_over_the_whole_checkout_is_the_scenarios_and_no_self_test(_collected):
+    """`pytest -m multimodal` is Dynamo's multimodal conformance: the harness's tests of
+    itself (tests/) and its fault-injecting self-tests join an -m only when it names them."""
+    everywhere = ("tests", "scenarios")
+    multimodal = _collected("-m", "multimodal", where=everywhere)
+    mm_encode_pd = "scenarios/test_topologies.py::test_registers_and_serves[mm-encode-pd]"
+    assert mm_encode_pd in multimodal
+    assert all(node.startswith("scenarios/") for node in multimodal), multimodal
+    assert not set(multimodal) & set(_collected("-m", "selftest"))
+    # CI's second run (`-m "nightly or selftest"`) still takes the nightly tests of tests/
+    ci_second_run = _collected("-m", "nightly or selftest", where=everywhere)
+    bisect = (
+        "tests/test_dynamo_src.py::test_bisect_of_a_generated_history_names_the_breaking_commit"
+    )
+    assert bisect in ci_second_run
+
+
+def test_an_expressions_marker_names_are_its_words_but_the_operators():
+    assert marker_names("(multimodal and not selftest) or nightly") == {
+        "multimodal",
+        "selftest",
+        "nightly",
+    }
+    assert marker_names("") == set()
+    assert marker_names("gpu_2 and pre_merge") == {"gpu_2", "pre_merge"}
+
+
+def test_the_default_run_has_every_topology_and_only_pre_merge_self_tests(_collected):
     default = _collected()
     topologies = [n for n in default if "test_topologies.py" in n]
     assert len(topologies) == len([t for t in CATALOGUE if not t.cpu_nightly])
@@ -39,11 +87,7 @@ def test_the_default_run_has_every_topology_and_only_pre_merge_self_tests():
     assert 0 < len(self_tests) < len(everything)
 
 
-def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return run_pytest(*args, env=env)
-
-
-def test_gpu_tier_items_are_one_per_layout_marked_from_the_layout():
+def test_gpu_tier_items_are_one_per_layout_marked_from_the_layout(_run):
     def ids(marker: str) -> list[str]:
         result = _run("--collect-only", "-q", "--tier", "gpu", "-m", marker, "scenarios")
         assert result.returncode in (0, 5), result.stdout + result.stderr
@@ -60,7 +104,7 @@ def test_gpu_tier_items_are_one_per_layout_marked_from_the_layout():
     assert "test_topologies.py" not in result.stdout  # gpu_0 = CPU-tier tests only
 
 
-def test_gpu_tier_run_says_its_tier_and_models_and_skips_layouts_too_big():
+def test_gpu_tier_run_says_its_tier_and_models_and_skips_layouts_too_big(_run):
     result = _run(
         "-q",
         "-rs",
@@ -84,7 +128,7 @@ def test_gpu_tier_run_says_its_tier_and_models_and_skips_layouts_too_big():
     assert "GPU layouts not run here" in out and "GPU tier: nothing ran" in out, out
 
 
-def test_gpu_tier_missing_model_is_one_clear_error(tmp_path):
+def test_gpu_tier_missing_model_is_one_clear_error(tmp_path, _run):
     """Before any worker starts: the topology, the key and the command that fixes it."""
     result = _run(
         "-q",
@@ -105,7 +149,7 @@ def test_gpu_tier_missing_model_is_one_clear_error(tmp_path):
     assert "passed" not in result.stdout and "failed" not in result.stdout
 
 
-def test_a_model_override_for_an_unknown_key_is_a_usage_error():
+def test_a_model_override_for_an_unknown_key_is_a_usage_error(_run):
     result = _run("--collect-only", "-q", "--model", "diffusion=black-forest-labs/FLUX.1-schnell")
     assert result.returncode == 4, result.stdout + result.stderr
     assert "unknown asset key 'diffusion'" in result.stderr

@@ -2,7 +2,11 @@
 line on stderr, no traceback; nothing is deployed, no test passes by doing nothing.
 
 One table over every kind: a non-positive duration, an unknown key, role, fault, topology
-or choice, an option the chosen tier would ignore, and the CLI's commands alike."""
+or choice, an option the chosen tier would ignore, and the CLI's commands alike.
+
+Each case runs in this process (pytest's own `pytester` for a pytest session, the CLI's
+`main` for a command), as a user's run would: same arguments, same checks, same exit code and
+line. One case of each runs as a real subprocess, end to end."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import sys
 
 import pytest
 
-from tests.inner_pytest import ONE_GPU, ROOT, run_pytest, session_env
+from tests.inner_pytest import ONE_GPU, ROOT, cli_in_process, run_pytest, session_env
 
 SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated]"
 GPU_SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated-1gpu]"
@@ -50,7 +54,14 @@ PYTEST_CASES = [
     ("args", "env", "says"),
     [pytest.param(args, env, says, id=name) for name, args, env, says in PYTEST_CASES],
 )
-def test_bad_option_is_one_usage_error(args, env, says):
+def test_bad_option_is_one_usage_error(args, env, says, inner_pytest):
+    result = inner_pytest("-q", *args, SCENARIO, env=env)
+    _assert_one_usage_error(result, says, "ERROR: ")
+
+
+def test_a_bad_option_is_one_usage_error_from_a_real_pytest_process():
+    """The table's first case end to end: the interpreter's exit status and its stderr."""
+    _, args, env, says = PYTEST_CASES[0]
     result = run_pytest("-q", *args, SCENARIO, env=env, timeout=60)
     _assert_one_usage_error(result, says, "ERROR: ")
 
@@ -63,9 +74,9 @@ def test_bad_option_is_one_usage_error(args, env, says):
     ],
     ids=["cpu-id-on-gpu-tier", "gpu-id-on-cpu-tier"],
 )
-def test_a_test_id_of_the_other_tier_names_this_tiers_ids(args, says):
+def test_a_test_id_of_the_other_tier_names_this_tiers_ids(args, says, inner_pytest):
     # One GPU said to be visible: with none, "no GPU" would be the usage error instead.
-    result = run_pytest("-q", *args, env=ONE_GPU, timeout=60)
+    result = inner_pytest("-q", *args, env=ONE_GPU)
     _assert_one_usage_error(result, says, "ERROR: ")
     if "--tier" in args and "gpu" in args:
         assert "[aggregated-1gpu]" in result.stderr
@@ -81,11 +92,6 @@ CLI_CASES = [
     ("plan-unknown-key", ["plan", "--model", "diffusion=x"], "unknown asset key 'diffusion'"),
     ("plan-unknown-tier", ["plan", "--tier", "tpu"], "invalid choice: 'tpu'"),
     ("conformance-unknown-topology", ["conformance", "--topology", "nope"], "no such topology"),
-    (
-        "conformance-empty-selection",
-        ["conformance", "-k", "no-such-test", "--infra", "process", "-p", "no:cacheprovider"],
-        "the selection holds no conformance test",
-    ),
     ("models-unknown-topology", ["models", "list", "nope"], "unknown topology 'nope'"),
     ("topologies-unknown-option", ["topologies", "--cpu"], "unrecognized arguments: --cpu"),
     ("unknown-command", ["bogus"], "invalid choice: 'bogus'"),
@@ -95,8 +101,8 @@ CLI_CASES = [
 @pytest.mark.parametrize(
     ("args", "says"), [pytest.param(args, says, id=name) for name, args, says in CLI_CASES]
 )
-def test_bad_cli_input_is_one_usage_error(args, says):
-    _assert_one_usage_error(_harness(*args), says, ": error: ")
+def test_bad_cli_input_is_one_usage_error(args, says, capsys):
+    _assert_one_usage_error(cli_in_process(capsys, *args), says, ": error: ")
 
 
 def _harness(*args: str) -> subprocess.CompletedProcess[str]:
@@ -157,25 +163,27 @@ OWN_WORDS_CASES = [
     ("args", "prefix", "says"),
     [pytest.param(args, prefix, says, id=name) for name, args, prefix, says in OWN_WORDS_CASES],
 )
-def test_every_command_gives_bad_input_the_same_exit_code(args, prefix, says):
+def test_every_command_gives_bad_input_the_same_exit_code(args, prefix, says, capsys):
     """up and audit too: 4, one line (they answered 2 before)."""
-    _assert_one_usage_error(_harness(*args), says, prefix)
+    _assert_one_usage_error(cli_in_process(capsys, *args), says, prefix)
 
 
-def test_an_empty_selection_leaves_the_report_alone():
+def test_an_empty_selection_is_a_usage_error_and_leaves_the_report_alone():
+    """The CLI end to end, in a real process: `conformance` runs an inner pytest session that
+    holds no test, and says so in one line."""
     report = ROOT / "reports" / "conformance.xml"
     before = report.stat().st_mtime_ns if report.exists() else None
-    test_bad_cli_input_is_one_usage_error(
-        ["conformance", "-k", "no-such-test", "-p", "no:cacheprovider"],
-        "the selection holds no conformance test",
+    result = _harness(
+        "conformance", "-k", "no-such-test", "--infra", "process", "-p", "no:cacheprovider"
     )
+    _assert_one_usage_error(result, "the selection holds no conformance test", ": error: ")
     assert (report.stat().st_mtime_ns if report.exists() else None) == before
 
 
-def test_a_missing_etcd_binary_is_a_usage_error_naming_what_to_install(tmp_path):
+def test_a_missing_etcd_binary_is_a_usage_error_naming_what_to_install(tmp_path, inner_pytest):
     bare = tmp_path / "bin"
     bare.mkdir()
-    result = run_pytest("-q", "--infra", "process", SCENARIO, env={"PATH": str(bare)}, timeout=60)
+    result = inner_pytest("-q", "--infra", "process", SCENARIO, env={"PATH": str(bare)})
     assert result.returncode == 4, result.stdout[-2000:] + result.stderr[-2000:]
     assert "etcd and nats-server not on PATH" in result.stderr
     assert "apt-get install etcd-server nats-server" in result.stderr

@@ -16,7 +16,6 @@ from discovery_harness.model.catalogue import load
 from discovery_harness.runtime.launch import template_env
 from discovery_harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S, TemplateUnfit, Zygote
 from discovery_harness.runtime.tier import CPU
-from tests.inner_pytest import run_pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.e2e, pytest.mark.gpu_0]
@@ -111,12 +110,12 @@ def test_the_next_test_sees_the_environment_it_started_with():
 """
 
 
-def test_what_a_test_leaves_in_the_environment_ends_with_it(tmp_path):
+def test_what_a_test_leaves_in_the_environment_ends_with_it(tmp_path, inner_pytest):
     """Workers inherit os.environ and must match the template: a variable one test's library
     set must not reach workers started by the tests after it."""
     module = tmp_path / "test_leaks.py"
     module.write_text(LEAKS_A_VARIABLE)
     # A module of the harness's own suite (in another suite only the harness's items are kept).
     suite = ("-o", "discovery_harness_suite=true")
-    result = run_pytest("-q", *suite, "--rootdir", str(ROOT), str(module))
+    result = inner_pytest("-q", *suite, "--rootdir", str(ROOT), str(module))
     assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout[-3000:]

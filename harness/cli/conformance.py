@@ -9,8 +9,6 @@ only by a run that ran tests, and a selection that holds no test is a usage erro
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from discovery_harness.history.run import CONFORMANCE_TEST, outcome
 from discovery_harness.model import catalogue as catalogue_module
 from discovery_harness.report import default_report_dir, remove_reports
 from discovery_harness.report.pytest_run import COMMAND_KEY
+from discovery_harness.report.terminal import known_violation
 
 REPORT = "conformance.xml"  # in reports/ of the current directory, or HARNESS_REPORT_DIR
 HELP = f"""\
@@ -108,43 +107,50 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     if args.dynamo_src:
         extra = ["--dynamo-src", args.dynamo_src, *extra]
     command = " ".join(
-        ["python -m discovery_harness conformance", *(f"--topology {n}" for n in args.topology),
-        *extra]
+        [
+            "python -m discovery_harness conformance",
+            *(f"--topology {n}" for n in args.topology),
+            *extra,
+        ]
     )
     plugins: list[object] = [_ReportCommand(f"{command} (JUnit report: {report})")]
     plugins += [_OnlyTopologies(names)] if names else []
-    handle, draft_name = tempfile.mkstemp(prefix=".conformance-", suffix=".xml", dir=reports)
-    os.close(handle)
-    draft = Path(draft_name)
-    draft.unlink()  # pytest writes it only when a session runs
-    try:
-        code = pytest.main(
-            [
-                str(locations.conformance_tests()),
-                f"--junitxml={draft}",
-                "-o",
-                "junit_logging=no",
-                *extra,
-            ],
-            plugins=plugins,
+    # Written under its own name (pytest announces that name); a run that ran no test
+    # leaves none (the older one is gone already, above).
+    code = pytest.main(
+        [
+            str(locations.conformance_tests()),
+            f"--junitxml={report}",
+            "-o",
+            "junit_logging=no",
+            *extra,
+        ],
+        plugins=plugins,
+    )
+    if code in NO_RUN:
+        report.unlink(missing_ok=True)
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        raise ValueError(
+            "the selection holds no conformance test (pytest collected or kept none); "
+            "`python -m discovery_harness topologies` lists the topologies"
         )
-        if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-            raise ValueError(
-                "the selection holds no conformance test (pytest collected or kept none); "
-                "`python -m discovery_harness topologies` lists the topologies"
-            )
-        if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
-            return int(code)
-        if draft.exists():
-            draft.replace(report)
-            print("\n=== conformance report ===")
-            print(summarise(report))
-            print(f"(JUnit XML with per-worker timelines: {report})")
-        if (reports / "report.html").exists():
-            print(f"(report.json, report.md, report.html: {reports})")
+    if code in NO_RUN:
         return int(code)
-    finally:
-        draft.unlink(missing_ok=True)
+    if report.exists():
+        print("\n=== conformance report ===")
+        print(summarise(report))
+        print(f"(JUnit XML with per-worker timelines: {report})")
+    if (reports / "report.html").exists():
+        print(f"(report.json, report.md, report.html: {reports})")
+    return int(code)
+
+
+# pytest's codes for a session that ran no test: its report is not kept
+NO_RUN = (
+    pytest.ExitCode.NO_TESTS_COLLECTED,
+    pytest.ExitCode.USAGE_ERROR,
+    pytest.ExitCode.INTERNAL_ERROR,
+)
 
 
 def summarise(junit: Path) -> str:
@@ -155,7 +161,7 @@ def summarise(junit: Path) -> str:
         found, _ = outcome(case)
         shown = {"failed": "FAILED", "error": "ERROR"}.get(found, found)
         properties = {p.get("name"): p.get("value") for p in case.iter("property")}
-        known = [v for k, v in properties.items() if k == "known_violation" and v]
+        known = [known_violation(v) for k, v in properties.items() if k == "known_violation" and v]
         extra = f"  (known: {'; '.join(known)})" if known else ""
         lines.append(
             f"{shown:<8} {case.get('name', '?')} {float(case.get('time', 0)):6.1f}s{extra}"

@@ -185,9 +185,10 @@ def _record_timeline(request: pytest.FixtureRequest, deployment: Deployment) -> 
     """Into the test's report (JUnit properties, and xdist carries them to the controller)."""
     properties = request.node.user_properties
     for row in deployment.timeline():
-        properties.append((TIMELINE_ROW, row.row()))
+        # the topology first (the terminal's timeline names rows by it), then the row
+        properties.append((TIMELINE_ROW, f"{deployment.topology.name} {row.row()}"))
         for step, offset in row.offsets().items():
             properties.append((f"timeline.{row.role}.{step}_s", offset))
-    for violation, reason in deployment.known_seen:
-        observed = " ".join(violation.message.split())[:600]
+    for violation, reason in deployment.known_seen:  # whole here; the terminal cuts it
+        observed = " ".join(violation.message.split())
         properties.append((KNOWN_VIOLATION, f"[{violation.kind}] {reason}; observed: {observed}"))

@@ -4,6 +4,8 @@ tier, with their marks and timeouts; the selection rules for self-tests and nigh
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from discovery_harness.model.topology import Scenario, Topology, UnsupportedRelease
@@ -55,10 +57,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for pre_merge ones, with no -m at all); nightly items only when -m is given, and not for
     an -m that asks for pre_merge without naming nightly (schedules as Dynamo's suite has them:
     an item is nightly or pre_merge, so `-m "pre_merge and gpu_0"` is the CPU tier's per-change
-    set). On the GPU tier, layouts that need more GPUs than this run's share are skipped, and
-    so are CPU-tier tests (self-tests: their faults live in the CPU launcher)."""
+    set). The harness's tests of itself (marker `harness_tests`) join an -m selection only
+    when it names them (`selftest`, `nightly`, `unit`, `harness_tests`): `-m multimodal` is
+    the multimodal scenarios, nothing of the harness's own. On the GPU tier, layouts that need
+    more GPUs than this run's share are skipped, and so are CPU-tier tests (self-tests: their
+    faults live in the CPU launcher)."""
     expression = config.getoption("markexpr") or ""
-    per_change = "pre_merge" in expression and "nightly" not in expression
+    named = marker_names(expression)
+    per_change = "pre_merge" in named and "nightly" not in named
     keep, drop = [], []
     for item in items:
         if not scope.is_marked_own(item):  # another suite's item: as it is
@@ -67,11 +73,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _skip_what_cannot_run(item, config)
         is_selftest = item.get_closest_marker("selftest") is not None
         nightly = item.get_closest_marker("nightly") is not None
+        harness_test = item.get_closest_marker(HARNESS_TESTS) is not None
         if (
-            (expression and is_selftest and "selftest" not in expression)
+            (expression and is_selftest and "selftest" not in named)
+            or (expression and harness_test and not named & NAMES_HARNESS_TESTS)
             or (not expression and nightly)
             or (per_change and nightly)
-            or (_opt_in(item) and "cuda_rehearsal" not in expression)
+            or (_opt_in(item) and "cuda_rehearsal" not in named)
         ):
             drop.append(item)
         else:
@@ -79,6 +87,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+HARNESS_TESTS = "harness_tests"  # the harness's tests of itself (the checkout's tests/)
+# An -m naming one of these lets the harness's own tests in (where the expression selects them).
+NAMES_HARNESS_TESTS = frozenset({"selftest", "nightly", "unit", HARNESS_TESTS})
+
+
+def marker_names(expression: str) -> set[str]:
+    """The marker names an -m expression mentions (its words but and/or/not)."""
+    return set(re.findall(r"[A-Za-z_][\w-]*", expression)) - {"and", "or", "not"}
 
 
 def _opt_in(item: pytest.Item) -> bool:

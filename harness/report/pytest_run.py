@@ -22,6 +22,7 @@ import pytest
 from discovery_harness.deployment.timeline import HEADER
 from discovery_harness.report.files import default_report_dir, remove_reports, write_reports
 from discovery_harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry, deployment_from_dict
+from discovery_harness.report.terminal import LABEL_CHARS, known_violation, timeline_label
 
 PLUGIN_NAME = "discovery-harness-report"
 ITEM_MARKER = "discovery_harness"  # plugin.scope's: what makes an item the harness's
@@ -124,12 +125,14 @@ class RunReport:
         if self.known:
             terminalreporter.section("known violations of this Dynamo release (not failed)")
             for nodeid, text in self.known:
-                terminalreporter.write_line(f"{nodeid}: {text}")
+                terminalreporter.write_line(f"{nodeid}: {known_violation(text)}")
         if self.timelines:
             terminalreporter.section("registration timeline (seconds after each process start)")
-            terminalreporter.write_line(f"{'test':<60} {HEADER}")
-            for nodeid, row in self.timelines:
-                terminalreporter.write_line(f"{nodeid[-60:]:<60} {row}")
+            terminalreporter.write_line(f"{'topology':<{LABEL_CHARS}} {HEADER}")
+            for nodeid, value in self.timelines:
+                topology, _, row = value.partition(" ")
+                label = timeline_label(nodeid, topology)
+                terminalreporter.write_line(f"{label:<{LABEL_CHARS}} {row}")
         written = getattr(self, "written", None)
         if written:
             terminalreporter.write_line(f"discovery harness: reports in {written}")
