@@ -20,6 +20,10 @@ REGISTERED_UNEXPECTEDLY = "registered-but-must-not"
 INTERFERENCE = "interference"
 NEEDS_UNMET = "needs-not-met"  # audit: a card needs a worker type no peer has
 LORA_REFUSED = "lora-refused"  # a worker answered a LoRA load/unload with an error
+# The health canary (DYN_HEALTH_CHECK_ENABLED): the worker's handler failed its own
+# health_check_payload (upstream #14680), or no health check reached it within the wait.
+CANARY_REJECTED = "canary-rejected"
+CANARY_NEVER_RAN = "canary-never-ran"
 # --dynamo-src: the checkout's Python and the runtime under it disagree (a keyword the runtime
 # rejects at registration): not a violation of the code's contract, the pair cannot run.
 MISFIT = "checkout-runtime-misfit"
