@@ -10,23 +10,38 @@ run (a rejected one fails wherever it shows). See docs/checks.md, "The health ca
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from discovery_harness.deployment.canary import await_canaries, payload_of
 from discovery_harness.plugin import parametrize_scenarios
 from discovery_harness_scenarios.catalogue import CATALOGUE
 
-pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge]
+pytestmark = [pytest.mark.e2e, pytest.mark.sglang]
+
+# Run by default (each waits ~1.5 s on the CPU tier): the #14680 mode (embedding), the
+# disaggregated payloads (prefill and decode), and the multimodal workers with a dedicated
+# encoder (three roles, the encoder without a payload, and 1.6.1's refused canaries: finding
+# 15). The other topologies run with -m nightly.
+REPRESENTATIVE = ("embedding", "disaggregated", "mm-encode-p-d")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    parametrize_scenarios(metafunc, CATALOGUE)
+    scheduled = tuple(
+        dataclasses.replace(
+            topology,
+            marks=(*topology.marks, "pre_merge" if topology.name in REPRESENTATIVE else "nightly"),
+        )
+        for topology in CATALOGUE
+    )
+    parametrize_scenarios(metafunc, scheduled)
 
 
 def test_canary_reaches_its_handler(scenario, deploy):
     deployment = deploy(scenario)
     logs = await_canaries(deployment.workers, deployment.canary_waited)
-    deployment.verify()  # canary-never-ran / canary-rejected, each named
+    deployment.verify()  # canary-never-ran / canary-rejected (a release's known set aside)
     expected = {w.role for w in deployment.workers if payload_of(w) is not None}
     assert set(logs) == expected
-    assert all(log.succeeded >= 1 and not log.failures for log in logs.values())
+    assert all(log.reached >= 1 for log in logs.values()), logs

@@ -53,6 +53,24 @@ def test_a_rejected_canary_carries_the_handlers_error():
     assert read_canaries([TIMEOUT]).failures[0].error == "Health check timeout for generate"
 
 
+def test_an_error_the_handler_logged_for_its_canary_is_a_rejection_though_answered():
+    """1.6.1's video handler catches its exception and answers an error response: the
+    runtime logs a success; the handler's own ERROR line between send and outcome says no."""
+    error = (
+        f"{T}5.895900Z ERROR video_generation_handler.generate: Error in video generation: "
+        "2 validation errors for CreateVideoRequest"
+    )
+    lines = [SENT, SENDING, error, "prompt", "  Field required [type=missing]", "Traceback (mo"]
+    log = read_canaries([*lines, "ValidationError: again", OK])
+    assert log.succeeded == 0 and len(log.failures) == 1
+    failure = log.failures[0]
+    assert failure.swallowed and failure.error.startswith("Error in video generation: 2 valid")
+    assert failure.error.endswith("CreateVideoRequest prompt Field required [type=missing]")
+    (found,) = canary.judge(_worker(), EMBEDDING_PAYLOAD, log)
+    assert "the runtime logged a success and the worker stays ready" in found.message
+    assert read_canaries([error, SENT, OK]).succeeded == 1  # an error outside a canary
+
+
 def test_other_endpoints_are_not_counted():
     other = OK.replace("for generate", "for clear_kv_blocks")
     assert read_canaries([other]).reached == 0

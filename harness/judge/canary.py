@@ -31,6 +31,9 @@ _FAILED = re.compile(
     r"|Failed to send health check for (?P<unsent>[^\s:]+):?(?P<why>.*)"
 )
 _DYNAMO_MESSAGE = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)"')
+# A Python handler's own error line (its logger at ERROR), e.g. "ERROR
+# video_generation_handler.generate: Error in video generation: ...".
+_HANDLER_ERROR = re.compile(r"Z\s+ERROR\s+\S+: (?P<error>.+)")
 ERROR_CHARS = 240  # the handler's error as the message quotes it (the evidence has it whole)
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z")
 
@@ -121,6 +124,9 @@ def payload_for(start_paths: Sequence[str], flags: Sequence[str]) -> CanaryPaylo
 class CanaryFailure:
     error: str  # the handler's exception as Dynamo quotes it (else the line's own words)
     line: str
+    # The handler logged an error for the canary but answered it as a response, so the
+    # runtime counted a success (1.6.1's video handler turns every exception into one).
+    swallowed: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,18 +160,33 @@ def read_canaries(
     sent = succeeded = 0
     failures: list[CanaryFailure] = []
     counted: list[str] = []
+    in_flight = False  # between the canary's send and its outcome (the endpoint was idle)
+    swallowed: str | None = None  # an error the handler logged meanwhile
+    collecting = False  # reading that error's own lines
     for line in lines:
         if until is not None and (stamp := line_time(line)) is not None and stamp > until:
             break
         if (match := _SENT.search(line)) and match["endpoint"] == endpoint:
             sent += 1
+            in_flight, swallowed, collecting = True, None, False
         elif (match := _SENDING.search(line)) and match["endpoint"] == endpoint:
             pass
         elif (match := _SUCCEEDED.search(line)) and match["endpoint"] == endpoint:
-            succeeded += 1
+            if swallowed is None:
+                succeeded += 1
+            else:
+                failures.append(CanaryFailure(_shorten(swallowed), line, swallowed=True))
+            in_flight, swallowed, collecting = False, None, False
         elif (match := _FAILED.search(line)) and endpoint in (match["endpoint"], match["unsent"]):
             failures.append(CanaryFailure(_handler_error(match), line))
+            in_flight, swallowed, collecting = False, None, False
+        elif in_flight and swallowed is None and (match := _HANDLER_ERROR.search(line)):
+            swallowed, collecting = match["error"], True
+        elif collecting and _continues(line):
+            swallowed = f"{swallowed} {line}"  # the error's own lines (a validation's fields)
+            continue
         else:
+            collecting = False
             continue
         counted.append(line)
     return CanaryLog(sent, succeeded, tuple(failures), tuple(counted))
@@ -175,8 +196,18 @@ def _handler_error(match: re.Match[str]) -> str:
     detail = (match["detail"] if match["endpoint"] else match["why"]) or ""
     quoted = _DYNAMO_MESSAGE.search(detail)
     text = quoted["message"] if quoted else detail
-    text = " ".join(text.replace('\\"', '"').replace("\\n", " ").split())
-    text = text or match.group(0).strip()
+    return _shorten(text.replace('\\"', '"').replace("\\n", " ")) or match.group(0).strip()
+
+
+def _continues(line: str) -> bool:
+    """A line of the error message itself: no stamp of its own, before any traceback."""
+    return bool(line.strip()) and _STAMP.match(line) is None and not line.startswith(
+        ("Traceback", "  File ", "    ")
+    )
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
 
 
@@ -203,8 +234,7 @@ def judge(
                 f"{log.reached} health check(s) failed\n"
                 f"  payload:  {payload.describe()}, the one its mode builds\n"
                 f'  error:    "{first.error}"\n'
-                f"  effect:   the runtime marks its {GENERATE_ENDPOINT} endpoint not ready "
-                "after each failure (with endpoint health in use, /health answers 503)",
+                f"  effect:   {_effect(first)}",
                 _canary_evidence(worker, log, evidence),
             )
         ]
@@ -221,6 +251,18 @@ def judge(
             )
         ]
     return []
+
+
+def _effect(failure: CanaryFailure) -> str:
+    if failure.swallowed:
+        return (
+            "none: the handler answered the canary with an error response, so the runtime "
+            "logged a success and the worker stays ready while its handler fails"
+        )
+    return (
+        f"the runtime marks its {GENERATE_ENDPOINT} endpoint not ready after each failure "
+        "(with endpoint health in use, /health answers 503)"
+    )
 
 
 def _canary_evidence(worker: WorkerView, log: CanaryLog, evidence: str) -> str:
