@@ -46,7 +46,10 @@ def log_evidence(worker: Worker, lines: int = EXCERPT_LINES) -> str:
     # The lines that matter, then the last few (what it was doing when the harness looked).
     last = range(max(0, len(everything) - LAST_LINES), len(everything))
     matching = [i for i, line in enumerate(everything) if MATTERS.search(line)]
-    chosen = sorted({*matching[-(lines - LAST_LINES) :], *last})
+    # An injected fault's own lines always (a canary's errors, every second, would crowd
+    # them out of the excerpt).
+    faults = [i for i in matching if "HARNESS-FAULT" in everything[i]][:LAST_LINES]
+    chosen = sorted({*faults, *matching[-(lines - LAST_LINES) :], *last})
     what = "lines about errors, registration and faults, and the last lines"
     shown = "\n".join(f"    | {everything[i]}" for i in chosen) or "    (log empty)"
     return (
