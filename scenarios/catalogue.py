@@ -32,7 +32,12 @@ from discovery_harness.model.topology import (
     WorkerPlacement,
     WorkerSpec,
 )
-from discovery_harness.model.violations import BAD_CONTENT, LISTED_EARLY, STATUS_503
+from discovery_harness.model.violations import (
+    BAD_CONTENT,
+    CANARY_REJECTED,
+    LISTED_EARLY,
+    STATUS_503,
+)
 from discovery_harness_scenarios import eras
 
 # The GPU tier's model per asset key; defaults follow Dynamo's own sglang GPU tests and fit a
@@ -283,6 +288,26 @@ RERANK_TOPOLOGY = Topology(
     shapes=EVERY_SHAPE,
 )
 
+# Finding 15: the multimodal PD, prefill and decode workers of 1.6.1 hand the runtime the LLM
+# canaries (flat token ids), which their handlers' request models refuse; the handlers answer
+# the error as a response, so the runtime logs a success and the workers stay ready.
+MM_CANARY_REJECTED = KnownViolation(
+    kind=CANARY_REJECTED,
+    dynamo_versions=("1.6.1",),
+    reason="Dynamo 1.6.1's multimodal workers send the LLM health-check payloads "
+    "(SglangHealthCheckPayload, SglangDisaggHealthCheckPayload, SglangPrefillHealthCheckPayload: "
+    "flat token_ids) to handlers that validate a wrapped SglangMultimodalRequest / "
+    "DisaggSglangMultimodalRequest ('request: Field required'), and the handlers answer the "
+    "error as a response: every canary fails, and the runtime counts it a success",
+    cites=(
+        "dynamo/sglang/init_multimodal.py (1.6.1: init_multimodal_worker lines 178-181, "
+        "init_multimodal_prefill_worker line 246)",
+        "dynamo/sglang/request_handlers/multimodal/worker_handler.py (1.6.1: generate "
+        "lines 552-579 and 833-936)",
+        "ai-dynamo/dynamo#14680 (the same class: the embedding canary shaped for generate)",
+    ),
+)
+
 MM_ENCODE_PD = Topology(
     name="mm-encode-pd",
     eras=eras.MM_ENCODE_PD_ERAS,
@@ -336,6 +361,7 @@ MM_ENCODE_PD = Topology(
             ),
         )
     ),
+    known_violations=(MM_CANARY_REJECTED,),
 )
 
 MM_ENCODE_P_D = Topology(
@@ -438,6 +464,7 @@ MM_ENCODE_P_D = Topology(
             shape="listing[default]",
             cites=("lib/llm/src/http/service/openai.rs (list_models_openai)",),
         ),
+        MM_CANARY_REJECTED,
     ),
 )
 

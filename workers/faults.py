@@ -36,6 +36,8 @@ FAULTS = (
     "unready-after-registration",
     "never-ready",
     "ready-before-card",
+    "canary-rejected",
+    "canary-dropped",
     *BAD_ANSWERS,  # right registration, wrong answers (workers/bad_answers.py)
 )
 # Set by the harness for the worker; its own python children (the gateway's) inherit them,
@@ -240,6 +242,54 @@ def _never_ready() -> None:
     _announce("never-ready", f"/health also waits for '{NEVER_SERVED_ENDPOINT}', never served")
 
 
+# The top-level shape of 1.6.1's generate payload (SglangHealthCheckPayload), and of its
+# embedding payload: what a canary of the other family looks like.
+_GENERATE_SHAPED = {
+    "token_ids": [1],
+    "stop_conditions": {"max_tokens": 1, "ignore_eos": False},
+    "sampling_options": {"temperature": 0.0, "top_p": 1.0, "top_k": -1},
+    "eos_token_ids": [],
+    "annotations": [],
+}
+
+
+def _reshape_canary() -> None:
+    """The upstream #14680 shape: each mode's health-check payload is built in the shape of
+    another mode (a generate-shaped canary for pooling and media workers, an embedding-shaped
+    one for generating workers), so the worker's handler rejects its own canary while real
+    requests are served. Patches the one method every payload class's dict comes from."""
+    health_check: Any = importlib.import_module("dynamo.health_check")
+    real = health_check.HealthCheckPayload.to_dict
+
+    def wrong_shape(self: Any) -> dict[str, Any]:
+        built = real(self)
+        if "stop_conditions" in built:
+            wrong: dict[str, Any] = {"model": built.get("model", "canary"), "input": "Test"}
+        else:
+            wrong = dict(_GENERATE_SHAPED)
+        _announce(
+            "canary-rejected",
+            f"{type(self).__name__} payload keys {sorted(wrong)} instead of {sorted(built)}",
+        )
+        return wrong
+
+    health_check.HealthCheckPayload.to_dict = wrong_shape
+
+
+def _drop_canary() -> None:
+    """A mode that hands serve_endpoint no health-check payload (what the multimodal workers
+    did before this project's seed fix, #4512): the runtime then never sends it a canary."""
+    health_check: Any = importlib.import_module("dynamo.health_check")
+    sglang_health: Any = importlib.import_module("dynamo.sglang.health_check")
+
+    def none(self: Any) -> None:
+        _announce("canary-dropped", f"{type(self).__name__}.to_dict returned no payload")
+        return None
+
+    health_check.HealthCheckPayload.to_dict = none
+    sglang_health.SglangDisaggHealthCheckPayload.to_dict = none
+
+
 def install_from_environment() -> None:
     """Install the fault the environment names (none: run unmodified). Once per process: a
     fresh worker's start-up hook may have installed it before the launcher runs."""
@@ -272,6 +322,10 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
     elif fault == "ready-before-card":
         # Serving (so ready on /health) long before its card: the registration comes late.
         _patch_register(_delayed(delay_s or READY_BEFORE_CARD_DELAY_S, fault))
+    elif fault == "canary-rejected":
+        _reshape_canary()
+    elif fault == "canary-dropped":
+        _drop_canary()
     elif fault == "no-topology":
         _patch_register(_no_topology)
     elif fault == "advertise-internal":

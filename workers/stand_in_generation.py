@@ -59,6 +59,12 @@ class StandInGeneration:
             yield chunk
 
     async def _generate(self, obj: GenerateReqInput) -> AsyncIterator[dict[str, Any]]:
+        # The real manager's normalize_batch_and_arguments refuses first a request with no
+        # text, input ids or embeddings (a canary shaped for another mode, upstream #14680);
+        # sglang's own check, where the release has it.
+        validate = getattr(obj, "_validate_inputs", None)
+        if validate is not None:
+            validate()
         params = obj.sampling_params or {}
         if isinstance(params, list):
             params = params[0] if params else {}

@@ -17,7 +17,7 @@ import time
 from typing import Any, Self
 
 from discovery_harness.common.deadline import Deadline
-from discovery_harness.deployment import diagnosis, health_verdict, readiness
+from discovery_harness.deployment import canary, diagnosis, health_verdict, readiness
 from discovery_harness.deployment.frontend_log import FrontendLogWindow
 from discovery_harness.deployment.listing import ListingWatch, await_listing
 from discovery_harness.deployment.options import LATE, OWN, TCP
@@ -89,6 +89,7 @@ class Deployment:
         self.health = HealthWatch(
             functools.partial(health_verdict.card_keys_now, self.observer, self.namespace)
         )
+        self.canary_waited: dict[str, str] = {}  # role: the canary proof waited for (canary.py)
         self._ticker: ProgressTicker | None = None
         self._milestones: dict[str, LogMilestones] = {}
         self._ready_known: tuple[tuple[Violation, str], ...] = ()
@@ -293,6 +294,7 @@ class Deployment:
             for w in self.processes.exited_unexpectedly()
         ]
         violations += self._health(health_verdict.AT_VERDICT)
+        violations += canary.violations(self.workers, self.canary_waited)
         return violations + judged.after_ready(
             self.discovery_now(),
             self.namespace,
@@ -324,8 +326,7 @@ class Deployment:
         return self.processes.worker(role)
 
     def records(self, state: DiscoveryState, worker: Worker) -> checks.WorkerRecords:
-        """A worker's keys in this namespace (see checks.records_for)."""
-        return self.roster().records(state, worker)
+        return self.roster().records(state, worker)  # see checks.records_for
 
     def discovery_now(self) -> DiscoveryState:
         """This namespace's instances and cards, read from etcd directly (no watch lag)."""

@@ -123,6 +123,7 @@ class Processes:
         worker = self.worker(role)
         grace = self.session.settings.stop_grace_s
         self.killed.add(role)
+        worker.proc.mark_signalled()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(worker.pid, sig)
         worker.proc.popen_wait(grace)

@@ -25,6 +25,10 @@ NEVER_READY = "never-ready"  # registered (or not), never said ready in time
 READY_BEFORE_CARD = "ready-before-card"  # said ready while its card was not in etcd
 UNREADY_AFTER_READY = "unready-after-ready"  # fell back to not ready, nothing done to it
 READY_BUT_MUST_NOT = "ready-but-must-not"  # a worker that serves nothing said ready
+# The health canary (DYN_HEALTH_CHECK_ENABLED): the worker's handler failed its own
+# health_check_payload (upstream #14680), or no health check reached it within the wait.
+CANARY_REJECTED = "canary-rejected"
+CANARY_NEVER_RAN = "canary-never-ran"
 # --dynamo-src: the checkout's Python and the runtime under it disagree (a keyword the runtime
 # rejects at registration): not a violation of the code's contract, the pair cannot run.
 MISFIT = "checkout-runtime-misfit"

@@ -96,6 +96,9 @@ class ManagedProcess:
     popen: ProcessHandle | None = field(default=None, repr=False)
     started_wall: float = 0.0
     started_mono: float = 0.0
+    # Wall time the harness first signalled it to stop (None: never): what it logs after
+    # is its shutdown, not its contract.
+    signalled_wall: float | None = None
 
     def start(self) -> ManagedProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,6 +147,10 @@ class ManagedProcess:
         except FileNotFoundError:
             return ""
 
+    def mark_signalled(self) -> None:
+        if self.signalled_wall is None:
+            self.signalled_wall = time.time()
+
     def ensure_alive(self, waiting_for: str) -> None:
         if not self.alive():
             raise ProcessExited(self, waiting_for)
@@ -185,6 +192,7 @@ class ManagedProcess:
         if self.popen is None:
             return None
         pgid = self.popen.pid  # start_new_session: the leader's pid is the group id
+        self.mark_signalled()
         _signal_group(pgid, signal.SIGTERM)
         if not self._exits(time.monotonic(), grace, hurry):
             _signal_group(pgid, signal.SIGKILL)
