@@ -16,7 +16,7 @@ import time
 from typing import Any, Self
 
 from discovery_harness.common.deadline import Deadline
-from discovery_harness.deployment import diagnosis, readiness
+from discovery_harness.deployment import diagnosis, frontend_agreement, readiness
 from discovery_harness.deployment.frontend_log import FrontendLogWindow
 from discovery_harness.deployment.listing import ListingWatch, await_listing
 from discovery_harness.deployment.options import LATE, OWN, TCP
@@ -81,6 +81,7 @@ class Deployment:
             lambda: self.roster().without_card(self.discovery_now()),
         )
         self.deadline = Deadline(self.plan.register_deadline_s)
+        self.frontend_agreement = frontend_agreement.for_plan(self.plan, self.discovery_now)
         self.not_started: list[Violation] = []  # held back by a start order that broke
         self._ticker: ProgressTicker | None = None
         self._milestones: dict[str, LogMilestones] = {}
@@ -161,6 +162,7 @@ class Deployment:
             ):
                 self.not_started = [diagnosis.held_back(r, role) for r in order[position + 1 :]]
                 break
+            self.frontend_agreement.during_start(role, order[position + 1 :])
         return self
 
     def await_ready(self) -> Self:
@@ -205,6 +207,7 @@ class Deployment:
             )
         elif not registered:  # listed although a worker never registered
             violations += readiness.listed_early(self.listing, self._serving(), [])
+        violations += self.frontend_agreement.after_ready(not violations)
         found_exits = {v.role for v in violations if v.kind in (WORKER_EXITED, MISFIT)}
         state = self.observer.state()
         violations += [
@@ -271,7 +274,7 @@ class Deployment:
         violations = [
             diagnosis.exited(w, state, self.namespace, "nothing (it had registered)")
             for w in self.processes.exited_unexpectedly()
-        ]
+        ] + self.frontend_agreement.take()
         return violations + judged.after_ready(
             self.discovery_now(),
             self.namespace,

@@ -20,6 +20,10 @@ REGISTERED_UNEXPECTEDLY = "registered-but-must-not"
 INTERFERENCE = "interference"
 NEEDS_UNMET = "needs-not-met"  # audit: a card needs a worker type no peer has
 LORA_REFUSED = "lora-refused"  # a worker answered a LoRA load/unload with an error
+# The frontend's GET /v1/models/{m}/ready says other than etcd's cards and instances imply.
+FRONTEND_READINESS_DISAGREES = "frontend-readiness-disagrees"
+# The frontend's GET /health instances differ from etcd's past the agreement deadline.
+FRONTEND_HEALTH_STALE = "frontend-health-stale"
 # --dynamo-src: the checkout's Python and the runtime under it disagree (a keyword the runtime
 # rejects at registration): not a violation of the code's contract, the pair cannot run.
 MISFIT = "checkout-runtime-misfit"
