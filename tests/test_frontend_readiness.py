@@ -111,6 +111,8 @@ def test_ready_while_a_needed_role_is_missing_names_the_role_keys_and_answer():
     (found,) = _judge(_state(*DECODE, PREFILL_CARD), 200, READY_BOTH)
     assert found.kind == FRONTEND_READINESS_DISAGREES and found.role == "prefill"
     assert "says ready while etcd lacks prefill" in found.message
+    assert "missing in etcd: prefill ('prefill') needed by 'decode'" in found.message
+    assert f"GET /v1/models/{MODEL}/ready -> 200" in found.message
     assert f"v1/mdc/{NS}/prefill/generate/{PREFILL_ID:x}" in found.message
     assert f"v1/instances/{NS}/backend/generate/{DECODE_ID:x}" in found.message
     assert '"missing_worker_types":[]' in found.message
@@ -162,6 +164,7 @@ def test_a_card_rewritten_in_place_that_the_frontend_ignored():
         etcd, parse_ready(200, body, NS), {"aggregated": ["worker"]}, "after the rewrite"
     )
     assert "says ready while etcd lacks prefill" in found.message
+    assert found.role == "worker" and "prefill needed by 'worker'" in found.message
     assert "aggregated 1 live (needs prefill)" in found.message
     assert '"needs":[]' in found.message
 

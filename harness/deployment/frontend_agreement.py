@@ -63,10 +63,13 @@ class FrontendAgreement:
     _found: list[Violation] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def check(self, moment: str, health: bool = True) -> list[Violation]:
-        """Read etcd and the frontend until they agree or the deadline passes; return (and
-        keep) the disagreements left. `moment` names when, for the messages."""
-        deadline = Deadline(self.deadline_s)
+    def check(
+        self, moment: str, health: bool = True, within_s: float | None = None
+    ) -> list[Violation]:
+        """Read etcd and the frontend until they agree or the deadline (`within_s`, default
+        AGREEMENT_DEADLINE_S) passes; return (and keep) the disagreements left. `moment` names
+        when, for the messages."""
+        deadline = Deadline(self.deadline_s if within_s is None else within_s)
         reads = 0
         with httpx.Client(base_url=self.base_url, timeout=2.0) as client:
             while True:

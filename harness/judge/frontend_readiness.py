@@ -40,6 +40,7 @@ class EtcdReadiness:
     missing: frozenset[str]  # types that must be named: registered but dead, or a sole need
     unmet: tuple[str, ...]  # needs with alternatives none of which is met ("a+b or c")
     keys: tuple[str, ...]  # the cards and generate instances read
+    wanted_by: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # type -> types
 
     @property
     def registered(self) -> bool:
@@ -84,15 +85,25 @@ def readiness_from_etcd(state: DiscoveryState, namespace: str, model: str) -> Et
     alive = {kind for kind, count in live.items() if count}
     missing = {kind for kind, count in live.items() if not count}
     unmet: list[str] = []
+    wanted_by: dict[str, tuple[str, ...]] = {}
     for card in cards:
         if not card.needs or any(set(group) <= alive for group in card.needs):
             continue
+        for kind in {k for group in card.needs for k in group} - alive:
+            wanted_by[kind] = tuple(sorted({*wanted_by.get(kind, ()), card.worker_type}))
         if len(card.needs) == 1:
             missing |= set(card.needs[0]) - alive
         elif _needs(card.needs) not in unmet:
             unmet.append(_needs(card.needs))
     return EtcdReadiness(
-        namespace, model, live, needs, frozenset(missing), tuple(unmet), tuple(sorted(keys))
+        namespace,
+        model,
+        live,
+        needs,
+        frozenset(missing),
+        tuple(unmet),
+        tuple(sorted(keys)),
+        wanted_by,
     )
 
 
@@ -107,8 +118,8 @@ class ReadyAnswer:
     workers: Mapping[str, int] = field(default_factory=dict)  # worker type -> its count
     missing: tuple[str, ...] = ()
 
-    def describe(self) -> str:
-        return f"GET /v1/models/{{model}}/ready -> {self.status} {self.body[:600]}"
+    def describe(self, model: str) -> str:
+        return f"GET /v1/models/{model}/ready -> {self.status} {self.body[:600]}"
 
 
 def parse_ready(status: int, body: str, namespace: str) -> ReadyAnswer:
@@ -152,15 +163,13 @@ def readiness_disagreements(
             problem = f"does not name {', '.join(unnamed)} in missing_worker_types"
     if not problem:
         return []
-    concerned = sorted(etcd.missing) or sorted(etcd.live)
-    role = _role_of(concerned, roles)
     return [
         Violation(
             FRONTEND_READINESS_DISAGREES,
-            role,
+            _role_of(etcd, roles),
             f"{moment}: the frontend's readiness of '{etcd.model}' in {etcd.namespace} "
-            f"{problem}{_roles_text(concerned, roles)}. etcd: {etcd.describe()}; keys "
-            f"{', '.join(etcd.keys) or '(none)'}. Frontend: {answer.describe()}",
+            f"{problem}{_roles_text(etcd, roles)}. etcd: {etcd.describe()}; keys "
+            f"{', '.join(etcd.keys) or '(none)'}. Frontend: {answer.describe(etcd.model)}",
         )
     ]
 
@@ -218,14 +227,28 @@ def roles_by_type(
     return found
 
 
-def _role_of(types: Sequence[str], roles: Mapping[str, Sequence[str]]) -> str | None:
-    named = [role for kind in types for role in roles.get(kind, ())]
-    return named[0] if len(named) == 1 else None
+def _concerned(etcd: EtcdReadiness, roles: Mapping[str, Sequence[str]]) -> list[str]:
+    """The roles a disagreement is about: those of a missing type, else those whose needs
+    want it, else every live one."""
+    lacking = sorted(etcd.missing | set(etcd.wanted_by))
+    named = [r for kind in lacking for r in roles.get(kind, ())]
+    wanting = sorted({w for kind in lacking for w in etcd.wanted_by.get(kind, ())})
+    return named or [r for kind in wanting or sorted(etcd.live) for r in roles.get(kind, ())]
 
 
-def _roles_text(types: Sequence[str], roles: Mapping[str, Sequence[str]]) -> str:
-    named = [f"'{r}' ({kind})" for kind in types for r in roles.get(kind, ())]
-    return f" (worker {', '.join(named)})" if named else ""
+def _role_of(etcd: EtcdReadiness, roles: Mapping[str, Sequence[str]]) -> str | None:
+    named = _concerned(etcd, roles)
+    return named[0] if len(set(named)) == 1 else None
+
+
+def _roles_text(etcd: EtcdReadiness, roles: Mapping[str, Sequence[str]]) -> str:
+    parts = []
+    for kind in sorted(etcd.missing | set(etcd.wanted_by)):
+        who = [f"'{r}'" for r in roles.get(kind, ())]
+        wanting = [f"'{r}'" for w in etcd.wanted_by.get(kind, ()) for r in roles.get(w, ())]
+        text = f"{kind} ({', '.join(who)})" if who else kind
+        parts.append(text + (f" needed by {', '.join(wanting)}" if wanting else ""))
+    return f" [missing in etcd: {'; '.join(parts)}]" if parts else ""
 
 
 def _merged(
