@@ -21,6 +21,7 @@ from discovery_harness.deployment.options import LATE
 from discovery_harness.deployment.plan import DeploymentPlan
 from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.judge.frontend_readiness import (
+    AGREEMENT_DEADLINE_S,
     EtcdReadiness,
     etcd_instances,
     health_disagreements,
@@ -31,7 +32,6 @@ from discovery_harness.judge.frontend_readiness import (
 )
 from discovery_harness.model.violations import Violation
 
-AGREEMENT_DEADLINE_S = 3.0  # the frontend follows etcd in ~0.1 s on the CPU tier
 POLL_S = 0.05
 
 

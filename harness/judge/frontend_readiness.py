@@ -26,6 +26,9 @@ from discovery_harness.model.violations import (
 )
 
 GENERATE = "generate"
+# How long the frontend may take to follow etcd before a difference counts (it follows in
+# ~0.1 s on the CPU tier; only a disagreement waits this out).
+AGREEMENT_DEADLINE_S = 3.0
 InstanceId = tuple[str, str, int]  # component, endpoint, instance id
 
 
@@ -259,3 +262,41 @@ def _merged(
 
 def _needs(needs: tuple[tuple[str, ...], ...]) -> str:
     return " or ".join("+".join(group) for group in needs) or "nothing"
+
+
+def audit_agreement(
+    state: DiscoveryState,
+    namespace: str,
+    model: str,
+    roles: Mapping[str, Sequence[str]],
+    ready: tuple[int, str] | None,
+    health: Any,
+) -> tuple[list[Violation], list[str]]:
+    """The audit's checks of one deployment: its /ready answer (None: not asked) and the
+    frontend's /health body (None: not asked) against etcd; the violations, and one line per
+    check for the audit's output (what both sides said)."""
+    found: list[Violation] = []
+    lines: list[str] = []
+    moment = "at the audit"
+    if ready is not None and model:
+        etcd = readiness_from_etcd(state, namespace, model)
+        answer = parse_ready(*ready, namespace)
+        disagree = readiness_disagreements(etcd, answer, roles, moment)
+        said = "ready" if answer.ready else "not ready"
+        if answer.missing:
+            said += f", missing {', '.join(answer.missing)}"
+        lines.append(
+            f"frontend /ready: {answer.status} {said}; etcd: {etcd.describe()}: "
+            + ("DISAGREE" if disagree else "agree")
+        )
+        found += disagree
+    if health is not None:
+        held = etcd_instances(state, namespace)
+        listed = health_instances(health, namespace)
+        stale = health_disagreements(held, listed, namespace, moment)
+        lines.append(
+            f"frontend /health: {len(listed)} instance(s) of {namespace}; etcd {len(held)}: "
+            + ("DISAGREE" if stale else "agree")
+        )
+        found += stale
+    return found, lines
