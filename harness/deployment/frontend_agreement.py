@@ -71,7 +71,10 @@ class FrontendAgreement:
         when, for the messages."""
         deadline = Deadline(self.deadline_s if within_s is None else within_s)
         reads = 0
-        with httpx.Client(base_url=self.base_url, timeout=2.0) as client:
+        # Plain HTTP to 127.0.0.1: no TLS context to build (~25 ms a client), no proxy.
+        with httpx.Client(
+            base_url=self.base_url, timeout=2.0, verify=False, trust_env=False
+        ) as client:
             while True:
                 reads += 1
                 state = self.read_etcd()
