@@ -22,9 +22,11 @@ import pytest
 from discovery_harness.cli.app import main
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.deployment import FILE, Deployment, Planes, Session
+from discovery_harness.discovery.faults import rewrite_card_needs
 from discovery_harness.model.topology import Topology
 from discovery_harness.model.violations import (
     BAD_RESPONSE,
+    FRONTEND_READINESS_DISAGREES,
     INTERNAL_ADVERTISED,
     NEEDS_UNMET,
     NEVER_REGISTERED,
@@ -137,6 +139,8 @@ def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
         )
         assert done.returncode == 0, done.stdout + done.stderr
         assert "recognised as aggregated: conformant" in done.stdout
+        assert "frontend /ready: 200 ready; etcd: ready: aggregated 1 live" in done.stdout
+        assert "frontend /health: 5 instance(s) of" in done.stdout
         up.send_signal(signal.SIGINT)
         rest, _ = up.communicate(timeout=120)
         assert up.returncode == 0, output + rest
@@ -159,6 +163,34 @@ def test_audit_names_the_mm_worker_that_never_registered(deployed, capsys, tmp_p
     assert instance.generate is not None and f"{instance.generate.instance_id:x}" in out
     assert "component 'backend'" in out
     assert (tmp_path / "reports" / "report.json").exists()
+    # The frontend agrees with etcd that the topology cannot serve (the mm-worker's card is
+    # missing), and lists the instances etcd holds.
+    assert "frontend /ready: " in out and "; etcd: not ready" in out, out
+    assert "frontend /health: " in out and "DISAGREE" not in out, out
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_audit_reports_the_frontends_readiness_and_a_disagreement(
+    deployed, capsys, tmp_path, discovery_observer
+):
+    """On a deployment started as the tests start one: /ready and /health agree with etcd;
+    with the worker's card rewritten in place (the frontend keeps the old one), the audit
+    shows the frontend saying ready while etcd's card needs a prefill worker."""
+    deployment = deployed(AGGREGATED)
+    deployment.verify()
+    code, out = etcd_audit(capsys, deployment, tmp_path)
+    assert code == 0, out
+    assert (
+        "frontend /ready: 200 ready; etcd: ready: aggregated 1 live (needs nothing): agree" in out
+    )
+    assert f"frontend /health: 5 instance(s) of {deployment.namespace}; etcd 5: agree" in out
+    key, _ = rewrite_card_needs(discovery_observer, deployment.card("worker"), [["prefill"]])
+    code, out = etcd_audit(capsys, deployment, tmp_path)
+    assert code == 1, out
+    assert f"[{FRONTEND_READINESS_DISAGREES}] at the audit: the frontend's readiness" in out
+    assert "says ready while etcd lacks prefill" in out and key in out
+    assert "frontend /ready: 200 ready; etcd: not ready" in out and "DISAGREE" in out
 
 
 @pytest.mark.pre_merge

@@ -3,6 +3,8 @@ violation it claims caught with the tests' kinds, nothing on a clean state."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from discovery_harness.judge.discovered import FrontendView, judge_discovery, pending
@@ -10,6 +12,7 @@ from discovery_harness.judge.modes import FoundWorker, recognise
 from discovery_harness.model.records import parse_card, parse_instance
 from discovery_harness.model.violations import (
     CARD_WITHOUT_INSTANCE,
+    FRONTEND_READINESS_DISAGREES,
     INTERNAL_ADVERTISED,
     LISTED_EARLY,
     NEEDS_UNMET,
@@ -90,16 +93,18 @@ def test_a_card_whose_instance_is_gone_is_reported_once_the_grace_has_passed():
 
 def test_listing_checks_use_the_frontends_answers():
     clean = _mm_encode_pd()
-    listed = FrontendView(frozenset({"model-x"}), {"model-x": (200, "ok")})
+    ready = json.dumps({"model": "model-x", "ready": True, "namespaces": {NS: {"ready": True}}})
+    listed = FrontendView(frozenset({"model-x"}), {"model-x": (200, ready)})
     (deployment,) = _judge(clean, frontend=listed)
-    assert deployment.verdict.conformant
-    unlisted = FrontendView(frozenset(), {})
+    assert deployment.verdict.conformant, deployment.verdict.violations
+    unlisted = FrontendView(frozenset(), {"model-x": (200, ready)})
     assert [v.kind for v in _judge(clean, frontend=unlisted)[0].verdict.violations] == [
         NEVER_LISTED
     ]
     not_ready = FrontendView(frozenset({"model-x"}), {"model-x": (503, "no engine")})
-    (early,) = _judge(clean, frontend=not_ready)[0].verdict.violations
+    early, disagrees = _judge(clean, frontend=not_ready)[0].verdict.violations
     assert early.kind == LISTED_EARLY and "-> 503 no engine" in early.message
+    assert disagrees.kind == FRONTEND_READINESS_DISAGREES  # etcd: every need met
 
 
 def test_a_card_less_worker_is_recognised_by_its_peers():

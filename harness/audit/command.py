@@ -7,17 +7,22 @@ that does not answer (one line)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 
 from discovery_harness.audit.frontend import read_frontend
 from discovery_harness.audit.observe import Observed, Unreachable, observe, open_source
+from discovery_harness.common.deadline import Deadline
 from discovery_harness.common.exits import USAGE_ERROR
 from discovery_harness.judge.discovered import AuditedDeployment, FrontendView, judge_discovery
+from discovery_harness.judge.frontend_readiness import AGREEMENT_DEADLINE_S
 from discovery_harness.model import catalogue as catalogue_module
 from discovery_harness.model.topology import Topology, UnsupportedRelease
+from discovery_harness.model.violations import FRONTEND_HEALTH_STALE, FRONTEND_READINESS_DISAGREES
 from discovery_harness.report import default_report_dir, write_reports
 from discovery_harness.report.model import FAILED, NO_TESTS, PASSED, RunEntry
 from discovery_harness.report.observed import card_fields, from_audit
@@ -92,6 +97,7 @@ def audit_command(args: argparse.Namespace) -> int:
         if args.frontend:
             view = read_frontend(args.frontend, audited, args.probe)
             audited = _judge(seen, args, topologies, view)
+            seen, audited = _until_frontend_agrees(seen, audited, args, topologies, view)
     except Unreachable as unreachable:
         print(f"audit: {unreachable}", file=sys.stderr)
         return UNUSABLE
@@ -136,6 +142,31 @@ def _judge(
     )
 
 
+def _until_frontend_agrees(
+    seen: Observed,
+    audited: list[AuditedDeployment],
+    args: argparse.Namespace,
+    topologies: list[Topology],
+    view: FrontendView,
+) -> tuple[Observed, list[AuditedDeployment]]:
+    """The frontend follows discovery a moment later than the audit read it: a disagreement
+    is re-read (discovery, then the frontend's /ready and /health; no new probes) until it
+    goes or AGREEMENT_DEADLINE_S passes, and only then reported."""
+    deadline = Deadline(AGREEMENT_DEADLINE_S)
+    while _frontend_disagrees(audited) and not deadline.expired:
+        threading.Event().wait(deadline.slice(0.2))
+        seen = observe(open_source(args.etcd, args.file_store), args.grace)
+        again = read_frontend(args.frontend, audited, probe=False)
+        view = dataclasses.replace(view, ready=again.ready, health=again.health)
+        audited = _judge(seen, args, topologies, view)
+    return seen, audited
+
+
+def _frontend_disagrees(audited: list[AuditedDeployment]) -> bool:
+    kinds = {FRONTEND_READINESS_DISAGREES, FRONTEND_HEALTH_STALE}
+    return any(v.kind in kinds for d in audited for v in d.verdict.violations)
+
+
 def describe(deployment: AuditedDeployment) -> str:
     verdict = deployment.verdict
     head = (
@@ -151,5 +182,6 @@ def describe(deployment: AuditedDeployment) -> str:
             f"  {worker.role:<16} {worker.component}/generate {worker.instance.instance_id:x} "
             f"at {worker.address}: {shown}"
         )
+    lines += [f"  {line}" for line in deployment.frontend_checks]
     lines += [f"\n{violation}" for violation in verdict.violations]
     return "\n".join(lines)

@@ -1,5 +1,6 @@
-"""What the frontend says about the deployments found: its listing, each listed model's
-`/ready` answer and (only with --probe) one real request of each kind the cards declare."""
+"""What the frontend says about the deployments found: its listing, each found or listed
+model's `/ready` answer, its `/health` and (only with --probe) one real request of each kind
+the cards declare."""
 
 from __future__ import annotations
 
@@ -29,9 +30,11 @@ def read_frontend(url: str, deployments: Sequence[AuditedDeployment], probe: boo
         with httpx.Client(base_url=url, timeout=10.0) as client:
             listed = listed_ids(client.get("/v1/models").json())
             ready = {}
-            for model in sorted(listed):
+            # Every model discovery holds, listed or not: /ready must agree with etcd on both.
+            for model in sorted(set(listed) | {d.model for d in deployments if d.model}):
                 answer = client.get(f"/v1/models/{model}/ready")
                 ready[model] = (answer.status_code, answer.text)
+            health = client.get("/health").json()
     except (httpx.HTTPError, ValueError) as error:
         raise Unreachable(f"frontend at {url} does not answer GET /v1/models: {error}") from None
     answers: dict[str, list[Reply]] = {}
@@ -45,7 +48,7 @@ def read_frontend(url: str, deployments: Sequence[AuditedDeployment], probe: boo
                     ]
         finally:
             recording.close()
-    return FrontendView(listed, ready, answers)
+    return FrontendView(listed, ready, answers, health)
 
 
 def kinds_for(deployment: AuditedDeployment) -> list[str]:

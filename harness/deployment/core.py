@@ -17,7 +17,13 @@ import time
 from typing import Any, Self
 
 from discovery_harness.common.deadline import Deadline
-from discovery_harness.deployment import canary, diagnosis, health_verdict, readiness
+from discovery_harness.deployment import (
+    canary,
+    diagnosis,
+    frontend_agreement,
+    health_verdict,
+    readiness,
+)
 from discovery_harness.deployment.frontend_log import FrontendLogWindow
 from discovery_harness.deployment.listing import ListingWatch, await_listing
 from discovery_harness.deployment.options import LATE, OWN, TCP
@@ -83,6 +89,7 @@ class Deployment:
             lambda: self.roster().without_card(self.discovery_now()),
         )
         self.deadline = Deadline(self.plan.register_deadline_s)
+        self.frontend_agreement = frontend_agreement.for_plan(self.plan, self.discovery_now)
         self.not_started: list[Violation] = []  # held back by a start order that broke
         # Every worker's /health and /live, spawn to stop (etcd's cards read at each first
         # ready answer: the proof of a ready-before-card).
@@ -169,6 +176,7 @@ class Deployment:
             ):
                 self.not_started = [diagnosis.held_back(r, role) for r in order[position + 1 :]]
                 break
+            self.frontend_agreement.during_start(role, order[position + 1 :])
         return self
 
     def await_ready(self) -> Self:
@@ -213,6 +221,7 @@ class Deployment:
             )
         elif not registered:  # listed although a worker never registered
             violations += readiness.listed_early(self.listing, self._serving(), [])
+        violations += self.frontend_agreement.after_ready(not violations)
         if registered and self.topology.health_judged:
             # Registered and served: each worker's /health has the card grace to say ready.
             health_verdict.await_ready(self.health, self.workers, Deadline(settings.card_grace))
@@ -292,7 +301,7 @@ class Deployment:
         violations = [
             diagnosis.exited(w, state, self.namespace, "nothing (it had registered)")
             for w in self.processes.exited_unexpectedly()
-        ]
+        ] + self.frontend_agreement.take()
         violations += self._health(health_verdict.AT_VERDICT)
         violations += canary.violations(self.workers, self.canary_waited)
         return violations + judged.after_ready(

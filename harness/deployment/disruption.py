@@ -78,6 +78,9 @@ def depart(deployment: Deployment, role: str, sig: signal.Signals, within_s: flo
     started = time.monotonic()
     with _Prober(deployment) as prober:
         deployment.kill(role, sig)
+        # Its generate instance gone, the role is missing: /ready must say so and name it.
+        if observer.wait_for(lambda s: not any(k in s.raw for k in generate), Deadline(within_s)):
+            deployment.frontend_agreement.check(f"'{role}' stopped ({sig.name})")
         observer.wait_for(
             lambda state: not any(key in state.raw for key in keys), Deadline(within_s)
         )
@@ -115,7 +118,8 @@ def come_back(deployment: Deployment, role: str, within_s: float, requests: int 
         listed = await_listing(
             deployment.client.base_url, deployment.model_name, True, Deadline(within_s)
         )
-    if listed is not None:  # a known violation's window may start here
+    if listed is not None:  # a known violation's window may start here; /ready must agree
+        deployment.frontend_agreement.check(f"'{role}' restarted and listed again")
         deployment.events.note(
             relisted_after_restart(role), time.time() - (time.monotonic() - listed)
         )

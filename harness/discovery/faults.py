@@ -7,6 +7,8 @@ owns, on a short lease of its own so it cleans itself up.
 
 from __future__ import annotations
 
+import json
+
 from discovery_harness.discovery.observer import DiscoveryObserver
 from discovery_harness.model.records import ModelCard
 
@@ -23,3 +25,21 @@ def write_orphan_card(observer: DiscoveryObserver, card: ModelCard) -> str:
     lease = client.lease(ORPHAN_LEASE_TTL_S)
     client.put(key, value, lease=lease)
     return key
+
+
+def rewrite_card_needs(
+    observer: DiscoveryObserver, card: ModelCard, needs: list[list[str]]
+) -> tuple[str, bytes]:
+    """Rewrite `card` in place (same key, same lease: it still goes with its worker) with other
+    `needs`: what a worker re-registering its card with new content does. Dynamo 1.6.1's
+    frontend keeps the card it first read (measured), so its /ready then disagrees with etcd.
+    Returns the key and the value written."""
+    client = observer.client
+    value, meta = client.get(card.key)
+    if value is None:
+        raise LookupError(f"card {card.key} is not in etcd")
+    data = json.loads(value)
+    data["card_json"]["needs"] = needs
+    written = json.dumps(data).encode()
+    client.put(card.key, written, lease=meta.lease_id)
+    return card.key, written

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.judge import checks
+from discovery_harness.judge.frontend_readiness import audit_agreement, roles_by_type
 from discovery_harness.judge.modes import FoundWorker, Recognition, recognise
 from discovery_harness.judge.verdict import Verdict
 from discovery_harness.model.contract import EMPTY, ExpectedCard
@@ -41,6 +43,7 @@ class FrontendView:
     listed: frozenset[str] | None = None
     ready: Mapping[str, tuple[int, str]] = field(default_factory=dict)  # model -> answer
     answers: Mapping[str, Sequence[Reply]] = field(default_factory=dict)  # model -> probes
+    health: Any = None  # GET /health's body (None: not asked)
 
 
 @dataclass
@@ -50,6 +53,7 @@ class AuditedDeployment:
     workers: list[FoundWorker]
     recognition: Recognition
     verdict: Verdict = field(default_factory=Verdict)
+    frontend_checks: list[str] = field(default_factory=list)  # /ready, /health vs etcd
 
     @property
     def topology(self) -> str:
@@ -113,10 +117,30 @@ def judge_discovery(
         for model, workers in groups.items():
             deployment = AuditedDeployment(ns, model, workers, recognise(workers, topologies))
             violations = _deployment_violations(deployment, grace, now, frontend)
+            violations += _agreement(state, deployment, frontend)
             deployment.verdict = Verdict(tuple(violations + orphans))
             orphans = []  # reported once, with the namespace's first deployment
             audited.append(deployment)
     return audited
+
+
+def _agreement(
+    state: DiscoveryState, deployment: AuditedDeployment, frontend: FrontendView
+) -> list[Violation]:
+    """The frontend's /ready and /health against etcd (see judge.frontend_readiness)."""
+    if frontend.listed is None:
+        return []
+    cards = [w.card for w in deployment.workers if w.card is not None]
+    roles = roles_by_type(cards, {w.card.key: w.role for w in deployment.workers if w.card})
+    found, deployment.frontend_checks = audit_agreement(
+        state,
+        deployment.namespace,
+        deployment.model,
+        roles,
+        frontend.ready.get(deployment.model),
+        frontend.health,
+    )
+    return found
 
 
 def _by_model(workers: list[FoundWorker]) -> dict[str, list[FoundWorker]]:

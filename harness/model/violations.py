@@ -29,6 +29,10 @@ READY_BUT_MUST_NOT = "ready-but-must-not"  # a worker that serves nothing said r
 # health_check_payload (upstream #14680), or no health check reached it within the wait.
 CANARY_REJECTED = "canary-rejected"
 CANARY_NEVER_RAN = "canary-never-ran"
+# The frontend's GET /v1/models/{m}/ready says other than etcd's cards and instances imply.
+FRONTEND_READINESS_DISAGREES = "frontend-readiness-disagrees"
+# The frontend's GET /health instances differ from etcd's past the agreement deadline.
+FRONTEND_HEALTH_STALE = "frontend-health-stale"
 # --dynamo-src: the checkout's Python and the runtime under it disagree (a keyword the runtime
 # rejects at registration): not a violation of the code's contract, the pair cannot run.
 MISFIT = "checkout-runtime-misfit"
