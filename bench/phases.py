@@ -1,11 +1,12 @@
 """Where a deployment's time goes, phase by phase, read from the harness's own marks.
 
 The marks are the registration timeline's (discovery_harness.deployment.timeline: a worker's
-process start, its generate instance's and its card's first puts, the model first listed, the
-first answer): the benchmark does not time them again, it only reads them against the moment
-the deployment was asked to start. Added here are what the timeline has no mark for: a LoRA
-loaded and unloaded (until every worker's LoRA card came / went, as the LoRA checks wait) and
-the deployment's stop (SIGTERM until every process it started is gone).
+process start, its generate instance's and its card's first puts, its /health first ready,
+the model first listed, the first answer): the benchmark does not time them again, it only
+reads them against the moment the deployment was asked to start. Added here are what the
+timeline has no mark for: a LoRA loaded and unloaded (until every worker's LoRA card came /
+went, as the LoRA checks wait) and the deployment's stop (SIGTERM until every process it
+started is gone).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ HEADER = (
     "forked",
     "instance",
     "card",
+    "ready",
     "listed",
     "first answer",
     "LoRA load",
@@ -42,6 +44,7 @@ class Phases:
     forked: float | None = None  # the last worker's process started (fork or exec)
     instance: float | None = None  # the last generate instance key first put
     card: float | None = None  # the last model card first put
+    ready: float | None = None  # the last worker's /health first ready
     listed: float | None = None  # the public model first in GET /v1/models
     first_answer: float | None = None  # the first request answered 200
     lora_load: float | None = None
@@ -61,6 +64,7 @@ def marks(deployment: Deployment, started_wall: float) -> Phases:
         forked=latest([r.started for r in rows]),
         instance=latest([r.instance_at for r in rows]),
         card=latest([r.card_at for r in rows]),
+        ready=latest([r.ready_at for r in rows]),
         listed=latest([r.listed_at for r in rows]),
         first_answer=latest([r.first_ok_at for r in rows]),
     )

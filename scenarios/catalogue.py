@@ -36,6 +36,7 @@ from discovery_harness.model.violations import (
     BAD_CONTENT,
     CANARY_REJECTED,
     LISTED_EARLY,
+    READY_BEFORE_CARD,
     STATUS_503,
 )
 from discovery_harness_scenarios import eras
@@ -288,6 +289,23 @@ RERANK_TOPOLOGY = Topology(
     shapes=EVERY_SHAPE,
 )
 
+# Finding 17: the encoder's generate endpoint carries no health-check payload, so /health says
+# ready as soon as it serves, while its registration runs beside it as a task: ready before its
+# card by the milliseconds registration takes (seen once in a few runs with a 50 ms poll).
+ENCODER_READY_BEFORE_CARD = KnownViolation(
+    kind=READY_BEFORE_CARD,
+    dynamo_versions=("1.6.1",),
+    reason="Dynamo 1.6.1's multimodal encoder serves its generate endpoint (no health-check "
+    "payload: ready on /health at once) concurrently with register_encoder, whose "
+    "set_health_status(True) after registration (the #15069 fix) no longer decides /health: "
+    "the encoder can say ready a few ms before its card is in etcd",
+    cites=(
+        "dynamo/sglang/init_multimodal.py (1.6.1: init_multimodal_encode_worker, "
+        "register_encoder lines 83-106, serve_endpoint lines 110-119)",
+        "ai-dynamo/dynamo#15069 (the SGLang encode worker healthy before registration)",
+    ),
+)
+
 # Finding 15: the multimodal PD, prefill and decode workers of 1.6.1 hand the runtime the LLM
 # canaries (flat token ids), which their handlers' request models refuse; the handlers answer
 # the error as a response, so the runtime logs a success and the workers stay ready.
@@ -361,7 +379,7 @@ MM_ENCODE_PD = Topology(
             ),
         )
     ),
-    known_violations=(MM_CANARY_REJECTED,),
+    known_violations=(MM_CANARY_REJECTED, ENCODER_READY_BEFORE_CARD),
 )
 
 MM_ENCODE_P_D = Topology(
@@ -465,6 +483,7 @@ MM_ENCODE_P_D = Topology(
             cites=("lib/llm/src/http/service/openai.rs (list_models_openai)",),
         ),
         MM_CANARY_REJECTED,
+        ENCODER_READY_BEFORE_CARD,
     ),
 )
 

@@ -26,14 +26,16 @@ def test_results_are_written_with_when_where_and_what_ran(tmp_path):
 
 def test_the_phase_table_takes_each_phases_median_and_shows_a_missing_one_as_a_dash():
     runs = [
-        Phases(forked=0.02, card=0.2, listed=0.3, stop=5.4),
-        Phases(forked=0.04, card=0.4, listed=0.3, stop=5.5),
-        Phases(forked=0.03, card=0.3, listed=None, stop=5.3),
+        Phases(forked=0.02, card=0.2, ready=0.25, listed=0.3, stop=5.4),
+        Phases(forked=0.04, card=0.4, ready=0.45, listed=0.3, stop=5.5),
+        Phases(forked=0.03, card=0.3, ready=None, listed=None, stop=5.3),
     ]
     middle = median(runs)
     assert (middle.forked, middle.card, middle.listed, middle.stop) == (0.03, 0.3, 0.3, 5.4)
+    assert middle.ready == 0.35  # the median of the runs that have it
     assert middle.lora_load is None  # no run had one
     results = Results("Benchmark")
     write_table(results, [("lora-p-d", middle)])
-    assert results.lines[0].startswith("| topology | forked | instance | card | listed |")
-    assert results.lines[-1] == "| lora-p-d | 0.03 s | - | 0.30 s | 0.30 s | - | - | - | 5.40 s |"
+    assert results.lines[0].startswith("| topology | forked | instance | card | ready | listed |")
+    row = "| lora-p-d | 0.03 s | - | 0.30 s | 0.35 s | 0.30 s | - | - | - | 5.40 s |"
+    assert results.lines[-1] == row

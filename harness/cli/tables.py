@@ -9,8 +9,8 @@ from discovery_harness.runtime.gpus import memory_needed_gib
 
 
 def topologies_table(catalogue: Catalogue | None = None) -> str:
-    """One row per worker: its start path, flags and the card it must register (or that it
-    must not register at all)."""
+    """One row per worker: its start path, flags, the card it must register (or that it
+    must not register at all) and its readiness contract (discovery_harness.judge.health)."""
     catalogue = catalogue or catalogue_module.load()
     header = (
         "topology",
@@ -23,10 +23,12 @@ def topologies_table(catalogue: Catalogue | None = None) -> str:
         "worker_type",
         "needs",
         "public",
+        "/health",
     )
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for topology in catalogue.topologies:
         for worker in topology.workers:
+            health = worker.readiness or "not judged"
             flags = " ".join(worker.flags) or "(default)"
             start = ", ".join(worker.start_paths)
             card = worker.card
@@ -42,7 +44,15 @@ def topologies_table(catalogue: Catalogue | None = None) -> str:
                     needs,
                     "yes" if card.public else "internal",
                 )
-            cells = (topology.name, worker.role, start, f"`{flags}`", worker.component, *contract)
+            cells = (
+                topology.name,
+                worker.role,
+                start,
+                f"`{flags}`",
+                worker.component,
+                *contract,
+                health,
+            )
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

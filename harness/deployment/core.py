@@ -25,8 +25,8 @@ from discovery_harness.deployment import (
     readiness,
 )
 from discovery_harness.deployment.frontend_log import FrontendLogWindow
-from discovery_harness.deployment.listing import ListingWatch, await_listing
-from discovery_harness.deployment.options import LATE, OWN, TCP
+from discovery_harness.deployment.listing import ListingWatch
+from discovery_harness.deployment.options import LATE, OWN
 from discovery_harness.deployment.plan import DeployOptions, SessionFacts, plan
 from discovery_harness.deployment.processes import Processes
 from discovery_harness.deployment.progress import (
@@ -35,17 +35,16 @@ from discovery_harness.deployment.progress import (
     Sample,
     StartProgress,
 )
-from discovery_harness.deployment.roster import Roster, sample_start
+from discovery_harness.deployment.queries import DeploymentQueries
+from discovery_harness.deployment.roster import sample_start
 from discovery_harness.deployment.session import Session
 from discovery_harness.deployment.timeline import WorkerTimeline, first_answer, worker_timelines
 from discovery_harness.deployment.worker import Worker
-from discovery_harness.discovery.observer import DiscoveryObserver, DiscoveryState
+from discovery_harness.discovery.observer import DiscoveryObserver
 from discovery_harness.discovery.sources import FileSource
-from discovery_harness.judge import checks
 from discovery_harness.judge import deployment as judged
 from discovery_harness.judge.verdict import Verdict, set_aside_known
 from discovery_harness.model.events import Events
-from discovery_harness.model.records import ModelCard
 from discovery_harness.model.topology import Scenario, Topology, WorkerSpec
 from discovery_harness.model.violations import MISFIT, START_FAILED, WORKER_EXITED, Violation
 from discovery_harness.processes import ports
@@ -53,13 +52,12 @@ from discovery_harness.runtime import dynamo_env
 from discovery_harness.runtime.frontend import Frontend
 from discovery_harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S
 from discovery_harness.serving.http_client import RecordingClient
-from discovery_harness.serving.listing import listed_ids
 from discovery_harness.serving.requests import Reply, send
 from discovery_harness.serving.shapes import DEFAULT
-from discovery_harness.serving.worker_health import HealthWatch, WorkerHealth
+from discovery_harness.serving.worker_health import HealthWatch
 
 
-class Deployment:
+class Deployment(DeploymentQueries):
     """One topology deployed: plan + processes + what was observed + one verdict."""
 
     def __init__(self, what: Topology | Scenario, session: Session, **options: Any) -> None:
@@ -111,22 +109,6 @@ class Deployment:
     @property
     def topology(self) -> Topology:
         return self.plan.topology
-
-    @property
-    def namespace(self) -> str:
-        return self.plan.namespace
-
-    @property
-    def model_name(self) -> str:
-        return self.plan.model_name
-
-    @property
-    def workers(self) -> list[Worker]:
-        return self.processes.workers
-
-    @property
-    def strays(self) -> list[Worker]:
-        return self.processes.strays
 
     @property
     def escalated(self) -> list[str]:
@@ -328,48 +310,6 @@ class Deployment:
         self._verdict = verdict
         self.verdict_at = time.time()
 
-    def roster(self) -> Roster:
-        return Roster.of(self.namespace, self.workers)
-
-    def worker(self, role: str) -> Worker:
-        return self.processes.worker(role)
-
-    def records(self, state: DiscoveryState, worker: Worker) -> checks.WorkerRecords:
-        return self.roster().records(state, worker)  # see checks.records_for
-
-    def discovery_now(self) -> DiscoveryState:
-        """This namespace's instances and cards, read from etcd directly (no watch lag)."""
-        ns = self.namespace
-        return self.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
-
-    def await_registered(self, role: str, seconds: float) -> bool:
-        """Whether the worker (or stray) serves and has its card(s) within `seconds`."""
-        worker = next(w for w in (*self.workers, *self.strays) if w.role == role)
-        roster = self.roster()
-        return bool(
-            self.observer.wait_for(
-                lambda state: roster.records(state, worker).registered, Deadline(seconds)
-            )
-        )
-
-    def loopback_addresses(self) -> set[str]:
-        """What advertised_addresses() must be: 127.0.0.1 on the TCP request plane; nothing
-        on NATS, where workers are reached by subject, not address."""
-        return {"127.0.0.1"} if self.plan.request_plane == TCP else set()
-
-    def listed_models(self) -> set[str]:
-        """The model ids GET /v1/models lists now."""
-        return set(listed_ids(self.client.get("/v1/models").json()))
-
-    def advertised_addresses(self) -> set[str]:
-        """Every IPv4 address the workers advertise in etcd (read directly, now)."""
-        return set().union(
-            *checks.advertised_addresses(self.discovery_now(), self.namespace).values()
-        )
-
-    def card(self, role: str) -> ModelCard | None:
-        return self.records(self.observer.state(), self.worker(role)).card
-
     def timeline(self) -> list[WorkerTimeline]:
         return worker_timelines(
             self.observer,
@@ -421,19 +361,6 @@ class Deployment:
         """A worker just launched, its health observed from now."""
         self.health.watch(worker.role, worker.pid, worker.ports.system, worker.proc.started_wall)
         return worker
-
-    def worker_health(self) -> dict[int, WorkerHealth]:
-        """What each worker's /health said so far, by pid."""
-        return self.health.health()
-
-    def restart_frontend(self) -> float | None:
-        """Restart this deployment's own frontend (same address) and wait until it lists the
-        model again: seconds from the restart, or None within the list deadline."""
-        started = time.monotonic()
-        self.processes.start_frontend()
-        deadline = Deadline(self.session.settings.list_deadline)
-        listed = await_listing(self.client.base_url, self.model_name, True, deadline)
-        return None if listed is None else listed - started
 
     def stop(self) -> None:
         self._stop_progress("stopped before it was ready")

@@ -32,6 +32,18 @@ def _violations(found: list[Violation], role: str | None = None) -> list[dict[st
     return [{"kind": v.kind, "message": v.message} for v in found if v.role == role]
 
 
+def _health_marks(deployment: Deployment, pid: int) -> list[Mark]:
+    """Its /health: the first ready answer, and every change after it until it was stopped."""
+    said = deployment.health.of(pid)
+    if said is None or said.ready_at is None:
+        return []
+    marks = [Mark(said.ready_at, "ready", f"/health 200 ready ({said.url})")]
+    for change in said.before_stop():
+        if change.at > said.ready_at:
+            marks.append(Mark(change.at, "health", f"/health now {change.describe()}"))
+    return marks
+
+
 def from_deployment(deployment: Deployment, test: str | None = None) -> DeploymentEntry:
     """The report's entry: each worker's registration marks (discovery_harness.deployment.timeline,
     as
@@ -50,6 +62,7 @@ def from_deployment(deployment: Deployment, test: str | None = None) -> Deployme
             events.append(Mark(row.instance_at, "serving", row.instance_key))
         if row.card_at is not None and row.card_key is not None:
             events.append(Mark(row.card_at, "card", row.card_key))
+        events += _health_marks(deployment, worker.pid)
         mine = [v for v in found if v.role == worker.role]
         if mine and verdict_at:
             events.append(Mark(verdict_at, "violation", ", ".join(sorted({v.kind for v in mine}))))

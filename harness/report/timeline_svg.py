@@ -13,6 +13,8 @@ COLOURS = {
     "process-start": "#6b7280",
     "serving": "#2563eb",
     "card": "#16a34a",
+    "ready": "#0891b2",  # /health first said ready (the readiness probe)
+    "health": "#ea580c",  # /health changed after it was ready
     "listed": "#7c3aed",
     "first-answer": "#065f46",
     "answer": "#d97706",
