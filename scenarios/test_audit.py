@@ -116,6 +116,8 @@ def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
         output = _read_until(up, "Ctrl-C (or SIGTERM) stops everything", Deadline(UP_DEADLINE_S))
         values = dict(line.split("=", 1) for line in env_file.read_text().splitlines())
         assert values["HARNESS_VERDICT"] == "conformant", output
+        worker_health = output.split("--worker-health ", 1)[1].split()[0]
+        assert f"/health {worker_health}/health" in output  # each worker's URL, announced
         tree = psutil.Process(up.pid).children(recursive=True)
         assert len(tree) >= 4, output  # etcd, NATS, frontend, worker (and the template)
         done = subprocess.run(
@@ -129,6 +131,8 @@ def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
                 "--frontend",
                 values["FRONTEND_URL"],
                 "--probe",
+                "--worker-health",
+                worker_health,
                 "--report-dir",
                 str(tmp_path / "reports"),
             ],
@@ -141,6 +145,7 @@ def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
         assert "recognised as aggregated: conformant" in done.stdout
         assert "frontend /ready: 200 ready; etcd: ready: aggregated 1 live" in done.stdout
         assert "frontend /health: 5 instance(s) of" in done.stdout
+        assert f"worker /health {worker_health}/health: 200 " in done.stdout
         up.send_signal(signal.SIGINT)
         rest, _ = up.communicate(timeout=120)
         assert up.returncode == 0, output + rest
@@ -156,8 +161,10 @@ def test_up_serves_audit_says_conformant_and_ctrl_c_leaves_nothing(tmp_path):
 @pytest.mark.timeout(240)
 def test_audit_names_the_mm_worker_that_never_registered(deployed, capsys, tmp_path):
     deployment = deployed(MM_ENCODE_PD, faults={"mm-worker": "skip-registration"})
-    code, out = etcd_audit(capsys, deployment, tmp_path, "--grace", "2")
+    encoder = f"http://127.0.0.1:{deployment.worker('mm-encoder').ports.system}"
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--grace", "2", "--worker-health", encoder)
     assert code == 1, out
+    assert f"worker /health {encoder}/health: 200 " in out and '"ready"' in out  # the encoder
     assert "[never-registered] worker 'mm-worker'" in out
     instance = deployment.records(deployment.observer.state(), deployment.worker("mm-worker"))
     assert instance.generate is not None and f"{instance.generate.instance_id:x}" in out
@@ -167,6 +174,18 @@ def test_audit_names_the_mm_worker_that_never_registered(deployed, capsys, tmp_p
     # missing), and lists the instances etcd holds.
     assert "frontend /ready: " in out and "; etcd: not ready" in out, out
     assert "frontend /health: " in out and "DISAGREE" not in out, out
+
+
+@pytest.mark.selftest
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_audit_names_a_worker_whose_health_never_says_ready(deployed, capsys, tmp_path):
+    deployment = deployed(AGGREGATED, faults={"worker": "never-ready"})
+    url = f"http://127.0.0.1:{deployment.worker('worker').ports.system}"
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--grace", "1", "--worker-health", url)
+    assert code == 1, out
+    assert f"[never-ready] the worker at {url} did not say ready on /health" in out
+    assert "last answer: 503" in out and "notready" in out
 
 
 @pytest.mark.nightly

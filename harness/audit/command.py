@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+from discovery_harness.audit import worker_health
 from discovery_harness.audit.frontend import read_frontend
 from discovery_harness.audit.observe import Observed, Unreachable, observe, open_source
 from discovery_harness.common.deadline import Deadline
@@ -59,6 +60,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="judge against this catalogue topology's contract instead of recognising each "
         "deployment's topology from its cards (when you know what was deployed)",
+    )
+    audit.add_argument(
+        "--worker-health",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a worker's system server (http://HOST:DYN_SYSTEM_PORT; repeat per worker; `up` "
+        "prints each): its /health must say ready within the grace",
     )
     audit.add_argument("--report-dir", default=None, help="default: reports/")
 
@@ -107,6 +116,12 @@ def audit_command(args: argparse.Namespace) -> int:
     )
     for deployment in audited:
         print(describe(deployment))
+    readings = [worker_health.read(url, args.grace) for url in args.worker_health]
+    unready = [v for r in readings if (v := r.violation()) is not None]
+    for reading in readings:
+        print(f"audit: {reading.line()}")
+    for violation in unready:
+        print(f"  {violation}")
     failed = [d for d in audited if not d.verdict.conformant]
     nothing = not audited
     if nothing:
@@ -129,7 +144,7 @@ def audit_command(args: argparse.Namespace) -> int:
     )
     write_reports(run, out)
     print(f"audit: reports in {out}")
-    if failed or (nothing and args.namespace):
+    if failed or unready or (nothing and args.namespace):
         return VIOLATIONS
     return CONFORMANT
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from discovery_harness.common.exits import USAGE_ERROR
 from discovery_harness.deployment import Deployment, Settings
 from discovery_harness.deployment.session_setup import standalone_session
+from discovery_harness.deployment.worker import Worker
 from discovery_harness.model import catalogue as catalogue_module
 from discovery_harness.model.violations import ContractFailure
 from discovery_harness.processes import ports
@@ -113,6 +114,11 @@ def _start(deployment: Deployment) -> str:
     return "conformant"
 
 
+def _system_url(worker: Worker) -> str:
+    """The worker's system server (its /health, /live, /metrics)."""
+    return f"http://127.0.0.1:{worker.ports.system}"
+
+
 def _announce(deployment: Deployment, verdict: str, env_file: str | None) -> None:
     session = deployment.session
     frontend = deployment.client.base_url
@@ -125,10 +131,12 @@ def _announce(deployment: Deployment, verdict: str, env_file: str | None) -> Non
         f"  model      {deployment.model_name}",
         *(
             f"  worker     {w.role:<16} pid {w.pid:<8} log {w.proc.log_path}"
+            f"\n             /health {_system_url(w)}/health"
             for w in deployment.workers
         ),
         f"  audit it:  python -m discovery_harness audit --etcd {session.endpoints.etcd} "
-        f"--frontend {frontend} --namespace {deployment.namespace}",
+        f"--frontend {frontend} --namespace {deployment.namespace}"
+        + "".join(f" --worker-health {_system_url(w)}" for w in deployment.workers),
         "  Ctrl-C (or SIGTERM) stops everything",
     ]
     if env_file:
