@@ -134,19 +134,23 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def suite_wall_time(args: list[str]) -> tuple[float, float, str, list[tuple[float, str]]]:
+def suite_wall_time(
+    args: list[str], checkout: Path = ROOT
+) -> tuple[float, float, str, list[tuple[float, str]]]:
     """(wall seconds, CPU seconds of the whole process tree, pytest's last line and failures,
     the slowest tests: (seconds, test id), setup and teardown included as JUnit counts them).
     The CPU figure counts every process of the run that its parent waited for: pytest, its
-    xdist workers, etcd, NATS, frontends, the template and each worker forked from it."""
+    xdist workers, etcd, NATS, frontends, the template and each worker forked from it.
+    `checkout`: another checkout of the harness (--baseline), run with its own .venv."""
     with tempfile.TemporaryDirectory(prefix="bench-suite-") as scratch:
         junit = Path(scratch) / "junit.xml"
+        python = sys.executable if checkout == ROOT else str(checkout / ".venv/bin/python")
         command = [
-            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
             f"--junitxml={junit}", *args,
         ]  # fmt: skip
         started, cpu_before = time.monotonic(), _children_cpu_s()
-        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        result = subprocess.run(command, cwd=checkout, capture_output=True, text=True)
         wall = time.monotonic() - started
         slowest = _slowest(junit) if junit.exists() else []
     lines = result.stdout.strip().splitlines()
@@ -192,6 +196,14 @@ def main() -> None:
     parser.add_argument("--latency-samples", type=int, default=50)
     parser.add_argument("--suites", default="", help="comma list of: " + ", ".join(SUITES))
     parser.add_argument("--suite-runs", type=int, default=1, help="runs of each suite")
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="CHECKOUT",
+        help="another checkout of the harness (e.g. a worktree of an earlier commit, with its "
+        "own .venv): each suite runs there too, its runs alternating with this one's, the two "
+        "figures side by side with their ratio",
+    )
     parser.add_argument(
         "--results",
         default=str(RESULTS),
@@ -296,18 +308,37 @@ def main() -> None:
             for label, pytest_args in SUITES[suite]:
                 if not args.fresh and "fresh" in pytest_args:
                     continue  # --no-fresh: the template's runs only
-                done = [suite_wall_time(pytest_args) for _ in range(args.suite_runs)]
-                walls = [run[0] for run in done]
-                wall = f"{statistics.median(walls):.0f} s" + (
-                    f" ({', '.join(f'{w:.0f}' for w in walls)})" if len(walls) > 1 else ""
-                )
-                median_run = sorted(done, key=lambda run: run[0])[len(done) // 2]
-                _, cpu, tail, slowest = median_run
-                slow = ", ".join(f"{test} {seconds:.1f} s" for seconds, test in slowest)
-                results.row(label, wall, f"{cpu:.0f} s", slow, tail)
+                baseline = Path(args.baseline).resolve() if args.baseline else None
+                done, before = [], []
+                for _ in range(args.suite_runs):  # alternating: both see the same machine
+                    if baseline is not None:
+                        before.append(suite_wall_time(pytest_args, baseline))
+                    done.append(suite_wall_time(pytest_args))
+                if baseline is not None:
+                    results.row(*_suite_row(f"{label} (baseline {baseline.name})", before))
+                    ratio = statistics.median(r[0] for r in done) / max(
+                        statistics.median(r[0] for r in before), 1e-9
+                    )
+                    label = f"{label} (this checkout: {ratio:.2f}x the baseline)"
+                results.row(*_suite_row(label, done))
     if args.results:
         written = results.write(Path(args.results), dynamo_env.active().version)
         print(f"\n(written to {written})")
+
+
+SuiteRun = tuple[float, float, str, list[tuple[float, str]]]
+
+
+def _suite_row(label: str, done: list[SuiteRun]) -> tuple[str, ...]:
+    """A whole-run row: the median wall time (and each run's), the median run's CPU, slowest
+    tests and pytest's last line."""
+    walls = [run[0] for run in done]
+    wall = f"{statistics.median(walls):.1f} s" + (
+        f" ({', '.join(f'{w:.1f}' for w in walls)})" if len(walls) > 1 else ""
+    )
+    _, cpu, tail, slowest = sorted(done, key=lambda run: run[0])[len(done) // 2]
+    slow = ", ".join(f"{test} {seconds:.1f} s" for seconds, test in slowest)
+    return label, wall, f"{cpu:.0f} s", slow, tail
 
 
 def _median(values: list[float]) -> float | None:
