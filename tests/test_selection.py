@@ -42,10 +42,9 @@ def test_multimodal_selects_exactly_the_multimodal_topologies(_collected):
 
 def test_multimodal_self_tests_come_only_with_selftest(_collected):
     selected = _collected("-m", "multimodal and selftest")
-    # the scenario self-tests and the audit's, each injecting a fault
-    assert selected and all(
-        "test_selftests.py" in node or "test_audit.py" in node for node in selected
-    )
+    # the scenario self-tests, the canary's and the audit's, each injecting a fault
+    homes = ("test_selftests.py", "test_canary_selftests.py", "test_audit.py")
+    assert selected and all(any(home in node for home in homes) for node in selected)
     assert any("test_selftests.py" in node for node in selected)
     assert any("[mm-encode-pd-mm-worker]" in node for node in selected)
     assert not any("[aggregated" in node for node in selected)

@@ -46,7 +46,13 @@ from discovery_harness.judge import deployment as judged
 from discovery_harness.judge.verdict import Verdict, set_aside_known
 from discovery_harness.model.events import Events
 from discovery_harness.model.topology import Scenario, Topology, WorkerSpec
-from discovery_harness.model.violations import MISFIT, START_FAILED, WORKER_EXITED, Violation
+from discovery_harness.model.violations import (
+    MISFIT,
+    REGISTERED_UNEXPECTEDLY,
+    START_FAILED,
+    WORKER_EXITED,
+    Violation,
+)
 from discovery_harness.processes import ports
 from discovery_harness.runtime import dynamo_env
 from discovery_harness.runtime.frontend import Frontend
@@ -206,7 +212,9 @@ class Deployment(DeploymentQueries):
         violations += self.frontend_agreement.after_ready(not violations)
         if registered and self.topology.health_judged:
             # Registered and served: each worker's /health has the card grace to say ready.
-            health_verdict.await_ready(self.health, self.workers, Deadline(settings.card_grace))
+            anyway = {v.role for v in violations if v.kind == REGISTERED_UNEXPECTEDLY}
+            deadline = Deadline(settings.card_grace)
+            health_verdict.await_ready(self.health, self.workers, deadline, anyway)
             violations += self._health(health_verdict.AT_READINESS)
         found_exits = {v.role for v in violations if v.kind in (WORKER_EXITED, MISFIT)}
         state = self.observer.state()

@@ -6,7 +6,7 @@ deployment."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.deployment import diagnosis
@@ -24,8 +24,8 @@ from discovery_harness.model.violations import (
 )
 from discovery_harness.serving.worker_health import HealthWatch
 
-# Known once every worker said ready (a follower that says ready is usually seen by then too:
-# a readiness that fails on its registration has no later verdict to find it in).
+# Known once every worker said ready (a follower that registered is waited for too: a
+# readiness that fails on its registration has no later verdict to find it in).
 AT_READINESS = (NEVER_READY, READY_BEFORE_CARD, READY_BUT_MUST_NOT)
 AT_VERDICT = (UNREADY_AFTER_READY, READY_BUT_MUST_NOT)  # need the whole life before the verdict
 
@@ -36,9 +36,21 @@ def card_keys_now(observer: DiscoveryObserver, namespace: str) -> list[str]:
     return observer.read_now([f"v1/mdc/{namespace}/"]).keys()
 
 
-def await_ready(watch: HealthWatch, workers: Sequence[Worker], deadline: Deadline) -> None:
-    """Until every worker held to READY_AFTER_CARD said ready, or the deadline."""
-    pids = [w.pid for w in workers if w.spec.readiness == READY_AFTER_CARD]
+def await_ready(
+    watch: HealthWatch,
+    workers: Sequence[Worker],
+    deadline: Deadline,
+    registered_anyway: Collection[str] = (),
+) -> None:
+    """Until every worker held to READY_AFTER_CARD said ready, or the deadline. A worker that
+    registered although it must not (its roles in `registered_anyway`) is waited for too: it
+    serves, so whether it also says ready is decided by its /health, not by how soon the
+    others were ready."""
+    pids = [
+        w.pid
+        for w in workers
+        if w.spec.readiness == READY_AFTER_CARD or w.role in registered_anyway
+    ]
     if pids:
         watch.wait_ready(pids, deadline)
 
