@@ -57,7 +57,9 @@ class FrontendAgreement:
     read_etcd: Callable[[], DiscoveryState]  # etcd now, not the watch's view
     roles: Mapping[str, Sequence[str]]  # worker type -> the roles of that type
     asked_during_start: bool = True
-    has_public_model: bool = True  # else the frontend serves nothing and /ready is not judged
+    # Else /ready is not judged: the topology serves no public model, or its release predates
+    # the readiness contract (0.7.1's frontend has no /ready: 404).
+    judged: bool = True
     deadline_s: float = AGREEMENT_DEADLINE_S
     readings: list[Reading] = field(default_factory=list)
     _found: list[Violation] = field(default_factory=list)
@@ -69,6 +71,8 @@ class FrontendAgreement:
         """Read etcd and the frontend until they agree or the deadline (`within_s`, default
         AGREEMENT_DEADLINE_S) passes; return (and keep) the disagreements left. `moment` names
         when, for the messages."""
+        if not self.judged:
+            return []
         deadline = Deadline(self.deadline_s if within_s is None else within_s)
         reads = 0
         # Plain HTTP to 127.0.0.1: no TLS context to build (~25 ms a client), no proxy.
@@ -91,14 +95,14 @@ class FrontendAgreement:
     def during_start(self, started: str, still_to_start: Sequence[str]) -> None:
         """A start order between two workers: the topology is incomplete, and /ready must say
         so, naming what etcd lacks."""
-        if still_to_start and self.asked_during_start and self.has_public_model:
+        if still_to_start and self.asked_during_start:
             waiting = ", ".join(f"'{r}'" for r in still_to_start)
             self.check(f"start order: '{started}' up, {waiting} not started yet")
 
     def after_ready(self, ready: bool) -> list[Violation]:
         """Readiness reached (`ready`): /ready must say ready and /health list etcd's
         instances. Returns every disagreement found since the start."""
-        if ready and self.has_public_model:
+        if ready:
             self.check("after readiness")
         return self.take()
 
@@ -157,5 +161,5 @@ def for_plan(plan: DeploymentPlan, read_etcd: Callable[[], DiscoveryState]) -> F
         read_etcd,
         roles_of_types(workers),
         asked_during_start=plan.frontend_mode != LATE,
-        has_public_model=bool(plan.topology.public_workers),
+        judged=bool(plan.topology.public_workers) and plan.topology.health_judged,
     )

@@ -188,8 +188,9 @@ class Era:
     # A served model name the era's workers insist on (0.7/0.8's encode worker accepts only
     # the model names it knows); None: the harness's unique name per deployment.
     served_model_name: str | None = None
-    # Whether its workers' /health is judged: the readiness contract was measured on 1.6.1
-    # with the operator's endpoint-health setting; older releases are not held to it.
+    # Whether its workers' /health and the frontend's /ready are judged: the readiness contract
+    # was measured on 1.6.1 with the operator's endpoint-health setting; older releases are not
+    # held to it (0.7.1's frontend has no /v1/models/{model}/ready at all).
     health_judged: bool = False
 
     def shape(self, worker: WorkerSpec) -> WorkerSpec:
@@ -273,7 +274,7 @@ class Topology:
 
     @property
     def health_judged(self) -> bool:
-        """Whether its workers' /health is held to their readiness contracts."""
+        """Whether its workers' /health and the frontend's /ready are held to their contracts."""
         return self.era is None or self.era.health_judged
 
     @property
