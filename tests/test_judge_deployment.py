@@ -67,3 +67,11 @@ def test_known_violations_are_set_aside_unless_strict():
     assert set_aside_known(found, declared, "1.6.1", strict=True).outcome == FAILED
     assert set_aside_known(found, declared, "0.8.1").outcome == FAILED
     assert set_aside_known([], declared, "1.6.1").outcome == CONFORMANT
+
+
+def test_a_self_test_is_strict_only_for_the_roles_it_injects_a_fault_into():
+    declared = [KnownViolation(kind=LISTED_EARLY, dynamo_versions=("1.6.1",), reason="finding")]
+    encoder = [Violation(LISTED_EARLY, "mm-encoder", "the encoder's window")]
+    assert set_aside_known(encoder, declared, "1.6.1", strict={"mm-worker"}).outcome == KNOWN
+    assert set_aside_known(encoder, declared, "1.6.1", strict={"mm-encoder"}).outcome == FAILED
+    assert set_aside_known(encoder, declared, "1.6.1", strict=True).outcome == FAILED

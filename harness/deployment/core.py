@@ -215,7 +215,9 @@ class Deployment(DeploymentQueries):
             anyway = {v.role for v in violations if v.kind == REGISTERED_UNEXPECTEDLY}
             deadline = Deadline(settings.card_grace)
             health_verdict.await_ready(self.health, self.workers, deadline, anyway)
-            violations += self._health(health_verdict.AT_READINESS)
+            unready = self._health(health_verdict.AT_READINESS)
+            # A canary its handler refused keeps /health at 503: named beside, as the cause.
+            violations += unready + (canary.violations(self.workers, {}) if unready else [])
         found_exits = {v.role for v in violations if v.kind in (WORKER_EXITED, MISFIT)}
         state = self.observer.state()
         violations += [
@@ -308,10 +310,12 @@ class Deployment(DeploymentQueries):
     def _set_aside_known(
         self, violations: list[Violation], known: tuple[tuple[Violation, str], ...] = ()
     ) -> Verdict:
-        """Set aside the violations this Dynamo release is declared to show (unless strict)."""
+        """Set aside the violations this Dynamo release is declared to show (strict: not for
+        the roles given a fault, or for any role when none is)."""
         release = dynamo_env.active().version  # the release the run drives
         known_here = self.topology.known_violations
-        verdict = set_aside_known(violations, known_here, release, self.plan.strict, self.events)
+        strict = (frozenset(self.plan.faults) or True) if self.plan.strict else False
+        verdict = set_aside_known(violations, known_here, release, strict, self.events)
         return Verdict(verdict.violations, (*known, *verdict.known))
 
     def _settle(self, verdict: Verdict) -> None:

@@ -157,7 +157,8 @@ def worker_command(
             env.pop(name)
     if not namespace_flag:  # Dynamo <0.9: the namespace comes from the environment only
         env["DYN_NAMESPACE"] = site.namespace
-    env.update(worker_health_env())
+    if scenario.topology.health_judged:  # older releases run as they did before readiness
+        env.update(worker_health_env())
     env.update(dict(spec.env))
     env.update(dict(placement.env))
     env.update(hugging_face_env(tier, site.hf_home, hf_offline))
