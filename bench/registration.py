@@ -126,6 +126,8 @@ SUITES = {
         ("README test command (python -m pytest -n 2)", ["-n", "2"]),
         ("the same tests in one process (no -n)", []),
     ],
+    # The README's command alone: what a budget on it is measured by.
+    "readme": [("README test command (python -m pytest -n 2)", ["-n", "2"])],
 }
 
 
