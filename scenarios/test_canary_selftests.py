@@ -10,7 +10,7 @@ import pytest
 from discovery_harness.deployment.canary import await_canaries
 from discovery_harness.judge.canary import payload_for
 from discovery_harness.model.violations import CANARY_NEVER_RAN, CANARY_REJECTED, ContractFailure
-from discovery_harness.plugin import topology_param
+from discovery_harness.plugin import role_param
 from discovery_harness_scenarios.catalogue import CATALOGUE, EMBEDDING_TOPOLOGY
 
 pytestmark = [pytest.mark.selftest, pytest.mark.e2e, pytest.mark.sglang, pytest.mark.gpu_0]
@@ -28,14 +28,8 @@ def _canary_cases() -> list[object]:
                 continue
             if payload_for(worker.start_paths, worker.flags) is None:
                 continue
-            pre_merge = (topology.name, worker.role) in REPRESENTATIVE
-            mark = pytest.mark.pre_merge if pre_merge else pytest.mark.nightly
-            param = topology_param(topology, mark, pytest.mark.timeout(240))
-            cases.append(
-                pytest.param(
-                    topology, worker.role, id=f"{topology.name}-{worker.role}", marks=param.marks
-                )
-            )
+            representative = (topology.name, worker.role) in REPRESENTATIVE
+            cases.append(role_param(topology, worker.role, representative))
     return cases
 
 

@@ -34,7 +34,7 @@ from discovery_harness.model.violations import (
     WRONG_CARD,
     ContractFailure,
 )
-from discovery_harness.plugin import topology_param
+from discovery_harness.plugin import role_param
 from discovery_harness.runtime.spawn import FRESH
 from discovery_harness_scenarios.catalogue import (
     AGGREGATED,
@@ -64,14 +64,8 @@ def _role_cases(registering: bool) -> list[object]:
         for worker in topology.workers:
             if worker.registers != registering:
                 continue
-            pre_merge = (topology.name, worker.role) in REPRESENTATIVE_CASES
-            mark = pytest.mark.pre_merge if pre_merge else pytest.mark.nightly
-            param = topology_param(topology, mark, pytest.mark.timeout(240))
-            cases.append(
-                pytest.param(
-                    topology, worker.role, id=f"{topology.name}-{worker.role}", marks=param.marks
-                )
-            )
+            representative = (topology.name, worker.role) in REPRESENTATIVE_CASES
+            cases.append(role_param(topology, worker.role, representative))
     return cases
 
 

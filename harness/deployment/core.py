@@ -212,7 +212,7 @@ class Deployment(DeploymentQueries):
         violations += self.frontend_agreement.after_ready(not violations)
         if registered and self.topology.health_judged:
             # Registered and served: each worker's /health has the card grace to say ready.
-            anyway = {v.role for v in violations if v.kind == REGISTERED_UNEXPECTEDLY}
+            anyway = {v.role or "" for v in violations if v.kind == REGISTERED_UNEXPECTEDLY}
             deadline = Deadline(settings.card_grace)
             health_verdict.await_ready(self.health, self.workers, deadline, anyway)
             unready = self._health(health_verdict.AT_READINESS)

@@ -24,7 +24,7 @@ pytest_plugins = [
     "discovery_harness.plugin.foreign",
 ]
 
-__all__ = ["parametrize_scenarios", "topology_param"]
+__all__ = ["parametrize_scenarios", "role_param", "topology_param"]
 
 
 def __getattr__(name: str) -> Any:

@@ -122,11 +122,23 @@ def _skip_what_cannot_run(item: pytest.Item, config: pytest.Config) -> None:
 
 def topology_param(topology: Topology, *extra_marks: pytest.MarkDecorator) -> object:
     """A CPU-tier parameter for self-tests (their faults exist only in the CPU launcher)."""
+    return pytest.param(topology, id=topology.name, marks=_cpu_marks(topology, *extra_marks))
+
+
+def role_param(topology: Topology, role: str, representative: bool) -> object:
+    """A self-test case for one worker of a topology (CPU tier): pre_merge when it is one of
+    the representative cases, else nightly."""
+    schedule = pytest.mark.pre_merge if representative else pytest.mark.nightly
+    marks = _cpu_marks(topology, schedule, pytest.mark.timeout(240))
+    return pytest.param(topology, role, id=f"{topology.name}-{role}", marks=marks)
+
+
+def _cpu_marks(topology: Topology, *extra: pytest.MarkDecorator) -> list[pytest.MarkDecorator]:
     marks = [getattr(pytest.mark, m) for m in topology.marks]
     marks += [pytest.mark.gpu_0, pytest.mark.timeout(topology.timeout_s), *_cpu_skip(topology)]
     if topology.cpu_nightly:
         marks.append(pytest.mark.nightly)
-    return pytest.param(topology, id=topology.name, marks=[*marks, *extra_marks])
+    return [*marks, *extra]
 
 
 def _cpu_skip(topology: Topology) -> list[pytest.MarkDecorator]:
