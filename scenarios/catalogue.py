@@ -36,8 +36,10 @@ from discovery_harness.model.violations import (
     BAD_CONTENT,
     CANARY_REJECTED,
     LISTED_EARLY,
+    LORA_WITHOUT_RUNTIME_DATA,
     READY_BEFORE_CARD,
     STATUS_503,
+    lora_shape,
 )
 from discovery_harness_scenarios import eras
 
@@ -790,6 +792,23 @@ _LORA_FLAGS = (
     "2",
 )
 _LORA_ENV = (("DYN_LORA_ENABLED", "true"),)
+# Finding 19: 1.6.1's load_lora rebuilds the LoRA card's runtime config with
+# get_runtime_config, but the engine-native generate capability is added only by the base
+# registration, so every LoRA card lacks that one key (and nothing else).
+LORA_WITHOUT_GENERATE_CAPABILITY = KnownViolation(
+    kind=LORA_WITHOUT_RUNTIME_DATA,
+    dynamo_versions=("1.6.1",),
+    reason="Dynamo 1.6.1's load_lora builds the LoRA card's runtime config with "
+    "get_runtime_config (parsers, token budget, KV blocks: all as the base card's), but the "
+    "engine-native generate capability `sglang_generate` is set only in the base "
+    "registration, so each LoRA card's runtime_data lacks that key (measured on both roles)",
+    shape=lora_shape(["sglang_generate"]),
+    cites=(
+        "dynamo/sglang/request_handlers/handler_base.py (1.6.1: load_lora lines 321-343)",
+        "dynamo/sglang/register.py (1.6.1: _register_model_with_runtime_config lines 218-225)",
+        "ai-dynamo/dynamo#14862 (LoRA cards registered without the base's runtime data)",
+    ),
+)
 LORA_P_D = Topology(
     name="lora-p-d",
     eras=eras.LORA_P_D_ERAS,
@@ -800,6 +819,7 @@ LORA_P_D = Topology(
     requests=("chat",),
     gpu=DISAGGREGATED.gpu,
     assets=("lora",),
+    known_violations=(LORA_WITHOUT_GENERATE_CAPABILITY,),
 )
 
 # Before 1.1, Dynamo's GET /v1/models answered each model as {"object": "object"} with no

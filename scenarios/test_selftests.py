@@ -23,6 +23,8 @@ from discovery_harness.model.violations import (
     INTERNAL_ADVERTISED,
     LISTED_EARLY,
     LORA_REFUSED,
+    LORA_WITHOUT_RUNTIME_DATA,
+    METRICS_MODEL_LABEL,
     NEVER_LISTED,
     NEVER_READY,
     NEVER_REGISTERED,
@@ -269,7 +271,8 @@ def test_a_lora_on_a_prefill_worker_registered_as_chat_is_caught(deploy):
     """The shape Dynamo PR #8945 fixed (a prefill worker's LoRA as a public Chat model):
     1.6.1 itself refuses it ("lifecycle role is already Prefill"), so the LoRA never
     registers on that worker, which the harness reports with the worker's answer."""
-    deployment = deploy(LORA_P_D, strict=True, faults={"prefill": "lora-as-chat"})
+    # Not strict: 1.6.1's known LoRA-card gap (finding 19) is not what this test is about.
+    deployment = deploy(LORA_P_D, faults={"prefill": "lora-as-chat"})
     lora = LoraControl(deployment)
     lora.load("harness-lora")
     with pytest.raises(ContractFailure) as refused:
@@ -288,7 +291,7 @@ def test_a_lora_on_a_prefill_worker_registered_as_chat_is_caught(deploy):
 @pytest.mark.nightly
 @pytest.mark.timeout(240)
 def test_a_lora_card_left_after_unload_is_caught(deploy):
-    deployment = deploy(LORA_P_D, strict=True, faults={"decode": "lora-card-stays"})
+    deployment = deploy(LORA_P_D, faults={"decode": "lora-card-stays"})  # finding 19 aside
     lora = LoraControl(deployment)
     lora.load("harness-lora")
     lora.settle("harness-lora", loaded=True)
@@ -364,3 +367,42 @@ def test_a_follower_that_says_ready_is_caught(deploy):
     failure = _deploy_and_verify(deploy, MULTINODE, faults={"follower": "register-anyway"})
     message = _only_message(failure, READY_BUT_MUST_NOT, "follower")
     assert "must never be ready" in message and "worker 'follower' (pid " in message
+
+
+# A worker's self-description (its metrics' model label, its LoRA cards' runtime data).
+@pytest.mark.pre_merge
+@pytest.mark.timeout(240)
+def test_metrics_labelled_with_another_model_are_caught(deploy):
+    """The upstream #8035 shape: the worker's series are labelled with its model path while
+    its card names the served model."""
+    failure = _deploy_and_verify(deploy, AGGREGATED, faults={"worker": "metrics-label"})
+    message = _only_message(failure, METRICS_MODEL_LABEL, "worker")
+    assert "worker 'worker' (pid " in message and "start path init_decode" in message
+    assert "expected: model='aggregated-" in message and "/metrics" in message
+    assert "seen:     model='/" in message and "dynamo_component_" in message  # the path
+    evidence = failure.find(METRICS_MODEL_LABEL, "worker")[0].evidence
+    assert "HARNESS-FAULT metrics-label" in evidence
+    assert {v.kind for v in failure.violations} == {METRICS_MODEL_LABEL}
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_a_lora_card_without_runtime_data_is_caught(deploy):
+    """The upstream #14862 shape: load_lora publishes the adapter's card without the base
+    card's runtime config. Not strict: 1.6.1's own gap (finding 19: sglang_generate only) is
+    set aside on the prefill worker, and does not excuse the decode worker's bare card."""
+    deployment = deploy(LORA_P_D, faults={"decode": "lora-card-bare"})
+    lora = LoraControl(deployment)
+    lora.load("harness-lora")
+    lora.check_answers()
+    lora.settle("harness-lora", loaded=True)
+    with pytest.raises(ContractFailure) as failure:
+        deployment.verify()
+    message = _only_message(failure.value, LORA_WITHOUT_RUNTIME_DATA, "decode")
+    assert "worker 'decode' (pid " in message and "start path init_decode" in message
+    assert "/harness-lora without its base card's runtime data" in message
+    assert "runtime_data lacks ['disagg_prefill_cancel_anytime_v1', 'sglang_generate'" in message
+    evidence = failure.value.find(LORA_WITHOUT_RUNTIME_DATA, "decode")[0].evidence
+    assert "HARNESS-FAULT lora-card-bare" in evidence
+    assert not failure.value.find(LORA_WITHOUT_RUNTIME_DATA, "prefill")
+    assert [v.role for v, _ in deployment.known_seen] == ["prefill"]

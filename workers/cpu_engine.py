@@ -81,6 +81,16 @@ class CpuTokenizerManager(StandInGeneration, TokenizerManager):
         return [LoRAUpdateOutput(success=True, loaded_adapters=loaded)]
 
 
+def _kv_pool_tokens(server_args: Any) -> int:
+    """The KV pool sglang's scheduler reports: its profiled size (a constant here) capped by
+    --max-total-tokens and aligned to the page size, as sglang 0.5.21's
+    mem_cache/kv_cache_configurator.py (_apply_token_constraints) does."""
+    cap = getattr(server_args, "max_total_tokens", None)
+    tokens = min(MAX_TOTAL_TOKENS, cap) if cap else MAX_TOTAL_TOKENS
+    page = int(getattr(server_args, "page_size", 1) or 1)
+    return tokens // page * page
+
+
 class CpuEngine(Engine):
     """sglang's Engine with the scheduler launch replaced by the in-process stand-in."""
 
@@ -96,7 +106,7 @@ class CpuEngine(Engine):
         self._scheduler_init_result = types.SimpleNamespace(
             scheduler_infos=[
                 {
-                    "max_total_num_tokens": MAX_TOTAL_TOKENS,
+                    "max_total_num_tokens": _kv_pool_tokens(server_args),
                     "max_req_input_len": model_config.context_len,
                 }
             ],

@@ -38,6 +38,8 @@ FAULTS = (
     "ready-before-card",
     "canary-rejected",
     "canary-dropped",
+    "metrics-label",
+    "lora-card-bare",
     *BAD_ANSWERS,  # right registration, wrong answers (workers/bad_answers.py)
 )
 # Set by the harness for the worker; its own python children (the gateway's) inherit them,
@@ -290,6 +292,44 @@ def _drop_canary() -> None:
     sglang_health.SglangDisaggHealthCheckPayload.to_dict = none
 
 
+# The init modules that take their metrics labels from setup_sgl_metrics (by name).
+_METRICS_USERS = ("init_llm", "init_embedding", "init_diffusion")
+
+
+def _foreign_metrics_label() -> None:
+    """The upstream #8035 shape: the worker's metrics are labelled with its model path instead
+    of its served model name, while its card names the served model."""
+    publisher: Any = importlib.import_module("dynamo.sglang.publisher")
+    real = publisher.setup_sgl_metrics
+
+    @functools.wraps(real)
+    async def mislabelled(engine: Any, *args: Any, **kwargs: Any) -> Any:
+        made, task, labels = await real(engine, *args, **kwargs)
+        other = str(engine.server_args.model_path)
+        _announce("metrics-label", f"metrics labelled model={other!r}")
+        return made, task, [(k, other if k == "model" else v) for k, v in labels]
+
+    publisher.setup_sgl_metrics = mislabelled
+    for name in _METRICS_USERS:
+        user: Any = importlib.import_module(f"dynamo.sglang.{name}")
+        user.setup_sgl_metrics = mislabelled
+
+
+def _bare_lora_card() -> None:
+    """The upstream #14862 shape: load_lora publishes the LoRA's card without the runtime
+    config its base card carries (no parsers, no token budget, no capabilities)."""
+    handler_base: Any = importlib.import_module("dynamo.sglang.request_handlers.handler_base")
+    real = handler_base.register_llm
+
+    async def bare(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("lora_name") and kwargs.get("runtime_config") is not None:
+            _announce("lora-card-bare", f"LoRA '{kwargs['lora_name']}' without runtime_config")
+            kwargs.pop("runtime_config")
+        return await real(*args, **kwargs)
+
+    handler_base.register_llm = bare
+
+
 def install_from_environment() -> None:
     """Install the fault the environment names (none: run unmodified). Once per process: a
     fresh worker's start-up hook may have installed it before the launcher runs."""
@@ -336,5 +376,9 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
         _lora_as_chat()
     elif fault == "lora-card-stays":
         _lora_card_stays()
+    elif fault == "metrics-label":
+        _foreign_metrics_label()
+    elif fault == "lora-card-bare":
+        _bare_lora_card()
     elif fault in BAD_ANSWERS:
         install_bad_answer(fault, _replace_generates)

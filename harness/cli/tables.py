@@ -145,8 +145,9 @@ def known_violations_table(catalogue: Catalogue | None = None) -> str:
     for name, known in rows:
         versions = ", ".join(known.dynamo_versions)
         window = known.window.describe() if known.window else "always"
-        if known.shape is not None:  # a bad answer of one request shape only
-            window = f"{known.shape} answers, {window}"
+        if known.shape is not None:  # a bad answer of one request shape only (or one gap)
+            answers = " answers" if known.shape.endswith("]") else ""
+            window = f"{known.shape}{answers}, {window}"
         cites = ", ".join(known.cites) or "-"
         lines.append(row(name, f"`{known.kind}`", versions, window, known.reason, cites))
     return "\n".join(lines)

@@ -37,6 +37,7 @@ from discovery_harness.deployment.progress import (
 )
 from discovery_harness.deployment.queries import DeploymentQueries
 from discovery_harness.deployment.roster import sample_start
+from discovery_harness.deployment.self_description import SelfDescription
 from discovery_harness.deployment.session import Session
 from discovery_harness.deployment.timeline import WorkerTimeline, first_answer, worker_timelines
 from discovery_harness.deployment.worker import Worker
@@ -100,6 +101,7 @@ class Deployment(DeploymentQueries):
         self.health = HealthWatch(
             functools.partial(health_verdict.card_keys_now, self.observer, self.namespace)
         )
+        self.self_description = SelfDescription(self.topology.self_description_judged)
         self.canary_waited: dict[str, str] = {}  # role: the canary proof waited for (canary.py)
         self._ticker: ProgressTicker | None = None
         self._milestones: dict[str, LogMilestones] = {}
@@ -295,6 +297,7 @@ class Deployment(DeploymentQueries):
             for w in self.processes.exited_unexpectedly()
         ] + self.frontend_agreement.take()
         violations += self._health(health_verdict.AT_VERDICT)
+        violations += self.self_description.verdict(self.roster(), self.discovery_now())
         violations += canary.violations(self.workers, self.canary_waited)
         return violations + judged.after_ready(
             self.discovery_now(),

@@ -147,6 +147,8 @@ class LoraControl:
 
         deployment.observer.wait_for(settled, Deadline(deployment.session.settings.list_deadline))
         state = deployment.discovery_now()
+        if loaded:  # each LoRA card against its base card's runtime data, for the verdict
+            deployment.self_description.note_loras(deployment.roster(), state)
         violations = [
             v for w in self._workers() for v in lora_violations(w, mine(state, w), name, loaded)
         ]

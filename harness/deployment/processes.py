@@ -88,7 +88,7 @@ class Processes:
         ).start()
         pinned = spec.pin_request_plane and plan.request_plane == TCP
         facts = model_facts.read(models.locate(model_path), command.dynamo_argv)
-        return Worker(spec, proc, process_ports, fault, pinned, facts)
+        return Worker(spec, proc, process_ports, fault, pinned, facts, command.dynamo_argv)
 
     def _restart_suffix(self, role: str) -> str:
         restarts = sum(1 for w in self.retired if w.role == role)

@@ -23,6 +23,8 @@ class Worker:
     # Its model as its command serves it (config, tokenizer, --context-length): what its
     # card's context length and its answers are judged against.
     model: ModelFacts = field(default=NO_FACTS)
+    # The dynamo.sglang argv it was started with: what its card's runtime_config is judged by.
+    argv: tuple[str, ...] = ()
 
     @property
     def context_length(self) -> int | None:

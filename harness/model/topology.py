@@ -192,6 +192,10 @@ class Era:
     # was measured on 1.6.1 with the operator's endpoint-health setting; older releases are not
     # held to it (0.7.1's frontend has no /v1/models/{model}/ready at all).
     health_judged: bool = False
+    # Whether a worker's self-description (its metrics' model label, its card's runtime_config,
+    # its LoRA cards' runtime data) is judged: measured on 1.6.1; older releases are not held
+    # to it.
+    self_description_judged: bool = False
 
     def shape(self, worker: WorkerSpec) -> WorkerSpec:
         """One of the topology's own workers as this era declares it."""
@@ -276,6 +280,11 @@ class Topology:
     def health_judged(self) -> bool:
         """Whether its workers' /health and the frontend's /ready are held to their contracts."""
         return self.era is None or self.era.health_judged
+
+    @property
+    def self_description_judged(self) -> bool:
+        """Whether its workers' metrics labels and runtime config are judged."""
+        return self.era is None or self.era.self_description_judged
 
     @property
     def public_workers(self) -> tuple[WorkerSpec, ...]:

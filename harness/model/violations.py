@@ -33,6 +33,20 @@ CANARY_NEVER_RAN = "canary-never-ran"
 FRONTEND_READINESS_DISAGREES = "frontend-readiness-disagrees"
 # The frontend's GET /health instances differ from etcd's past the agreement deadline.
 FRONTEND_HEALTH_STALE = "frontend-health-stale"
+# A worker's self-description: its /metrics series' `model` label names another model
+# (upstream #8035), its card's runtime_config says other than its flags set, or a LoRA card
+# lacks the runtime data of its base card (upstream #14862: adapters lost their parsers).
+METRICS_MODEL_LABEL = "metrics-model-label"
+RUNTIME_CONFIG_MISMATCH = "runtime-config-mismatch"
+LORA_WITHOUT_RUNTIME_DATA = "lora-card-without-runtime-data"
+
+
+def lora_shape(missing: list[str] | tuple[str, ...]) -> str:
+    """The label of a LoRA card that lacks only these runtime-data keys (its violation's
+    `shape`): what a release's known violation names, so any other gap still fails."""
+    return "runtime_data without " + ", ".join(sorted(missing))
+
+
 # --dynamo-src: the checkout's Python and the runtime under it disagree (a keyword the runtime
 # rejects at registration): not a violation of the code's contract, the pair cannot run.
 MISFIT = "checkout-runtime-misfit"
@@ -50,7 +64,7 @@ class Violation:
     # When it happened (wall times of each occurrence, e.g. each 503's answer): what a known
     # violation's window is checked against; () where no single moment applies.
     at: tuple[float, ...] = ()
-    shape: str | None = None  # a bad answer's request shape ("image[n-2]")
+    shape: str | None = None  # a bad answer's request shape ("image[n-2]"), a LoRA card's gap
 
     def __str__(self) -> str:
         return f"[{self.kind}] {self.message}"
