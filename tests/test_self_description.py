@@ -18,7 +18,11 @@ from discovery_harness.model.violations import (
     RUNTIME_CONFIG_MISMATCH,
 )
 from discovery_harness.serving.metrics import MetricsRead, model_labels
-from discovery_harness_scenarios.catalogue import LORA_P_D, LORA_WITHOUT_GENERATE_CAPABILITY
+from discovery_harness_scenarios.catalogue import (
+    AGGREGATED,
+    LORA_P_D,
+    LORA_WITHOUT_GENERATE_CAPABILITY,
+)
 from tests.fakes import NS, FakeWorker, card_entry
 
 pytestmark = pytest.mark.unit
@@ -204,3 +208,9 @@ def test_a_lora_card_without_runtime_data_is_never_excused():
 def test_a_lora_card_with_its_base_runtime_data_passes():
     same = json.loads(json.dumps(BASE_CONFIG))
     assert judged.lora_violations(DECODE, _card(BASE_CONFIG), _card(same, "lora")) == []
+
+
+def test_only_the_release_it_was_measured_on_is_held_to_it():
+    assert AGGREGATED.self_description_judged and LORA_P_D.self_description_judged
+    assert not AGGREGATED.for_release("1.5.1").self_description_judged
+    assert not AGGREGATED.for_release("0.7.1").self_description_judged
