@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from discovery_harness.common.argv import flag_value, int_flag
 from discovery_harness.judge.checks import WorkerView, named
 from discovery_harness.model.records import ModelCard
 from discovery_harness.model.violations import (
@@ -74,22 +75,6 @@ class Expected:
         return f"{json.dumps(self.value)} ({self.source})"
 
 
-def flag_value(argv: Sequence[str], flag: str) -> str | None:
-    """The last value given to `flag` (`--flag value` or `--flag=value`), as argparse keeps it."""
-    value = None
-    for index, arg in enumerate(argv):
-        if arg == flag and index + 1 < len(argv):
-            value = argv[index + 1]
-        elif arg.startswith(flag + "="):
-            value = arg.split("=", 1)[1]
-    return value
-
-
-def _int(argv: Sequence[str], flag: str) -> int | None:
-    value = flag_value(argv, flag)
-    return int(value) if value is not None and value.isdigit() else None
-
-
 def _given(flag: str, value: Any) -> str:
     return f"{flag} {value}" if value is not None else f"no {flag}"
 
@@ -105,20 +90,20 @@ def expected_runtime(argv: Sequence[str], start_paths: Sequence[str]) -> list[Ex
         expected.append(Expected(field, value, _given(flag, raw)))
     if not any(flag in argv or flag_value(argv, flag) for flag in ATTENTION_DP):
         # Attention DP splits the ranks per node: not the flag's number alone.
-        dp = _int(argv, DP_SIZE)
+        dp = int_flag(argv, DP_SIZE)
         expected += [
             Expected("data_parallel_size", dp or 1, _given(DP_SIZE, dp)),
             Expected("data_parallel_start_rank", 0, _given(DP_SIZE, dp)),
         ]
-        running = _int(argv, MAX_RUNNING)  # absent: sglang's own default (8 for a dLLM)
+        running = int_flag(argv, MAX_RUNNING)  # absent: sglang's own default (8 for a dLLM)
         if running is not None:
             expected.append(Expected("max_num_seqs", running, _given(MAX_RUNNING, running)))
-    prefill = _int(argv, MAX_PREFILL)
+    prefill = int_flag(argv, MAX_PREFILL)
     if prefill is not None:
         expected.append(Expected("max_num_batched_tokens", prefill, _given(MAX_PREFILL, prefill)))
     lora = any(flag in argv for flag in LORA_FLAGS)
     serves_lora = any(p.split("/")[0] in LORA_SERVING_PATHS for p in start_paths)
-    loras = _int(argv, MAX_LORAS)
+    loras = int_flag(argv, MAX_LORAS)
     if not lora or not serves_lora:
         why = "LoRA not enabled" if not lora else "its start path serves no load_lora"
         expected.append(Expected("max_gpu_lora_count", None, why))
@@ -130,10 +115,10 @@ def expected_runtime(argv: Sequence[str], start_paths: Sequence[str]) -> list[Ex
 def kv_blocks_cap(argv: Sequence[str]) -> int | None:
     """The most KV blocks the flags allow (sglang caps its pool at --max-total-tokens:
     mem_cache/kv_cache_configurator.py, _apply_token_constraints)."""
-    tokens = _int(argv, MAX_TOTAL_TOKENS)
+    tokens = int_flag(argv, MAX_TOTAL_TOKENS)
     if tokens is None:
         return None
-    page = _int(argv, PAGE_SIZE) or 1
+    page = int_flag(argv, PAGE_SIZE) or 1
     return -(-tokens // page)
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from discovery_harness.common.argv import int_flag
+
 CONTEXT_LENGTH_FLAG = "--context-length"
 TOKENIZER_FILE = "tokenizer.json"
 
@@ -79,7 +81,7 @@ def read(model_dir: Path | None, dynamo_argv: Sequence[str] = ()) -> ModelFacts:
         value = text.get(name, config.get(name))
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    flag = _flag_value(dynamo_argv, CONTEXT_LENGTH_FLAG)
+    flag = int_flag(dynamo_argv, CONTEXT_LENGTH_FLAG)
     context: int | None
     if flag is not None:
         context, source = flag, f"{CONTEXT_LENGTH_FLAG} {flag}"
@@ -88,16 +90,6 @@ def read(model_dir: Path | None, dynamo_argv: Sequence[str] = ()) -> ModelFacts:
         source = f"config.json max_position_embeddings {context}"
     return ModelFacts(model_dir, field("hidden_size"), context, source)
 
-
-def _flag_value(argv: Sequence[str], flag: str) -> int | None:
-    """The last value given to `flag` (as argparse keeps it), as an int."""
-    value = None
-    for index, arg in enumerate(argv):
-        if arg == flag and index + 1 < len(argv):
-            value = argv[index + 1]
-        elif arg.startswith(flag + "="):
-            value = arg.split("=", 1)[1]
-    return int(value) if value is not None and value.isdigit() else None
 
 
 @functools.lru_cache(maxsize=8)
