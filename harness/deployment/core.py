@@ -297,10 +297,11 @@ class Deployment(DeploymentQueries):
             for w in self.processes.exited_unexpectedly()
         ] + self.frontend_agreement.take()
         violations += self._health(health_verdict.AT_VERDICT)
-        violations += self.self_description.verdict(self.roster(), self.discovery_now())
+        now = self.discovery_now()  # etcd read once for the verdict's checks
+        violations += self.self_description.verdict(self.roster(), now)
         violations += canary.violations(self.workers, self.canary_waited)
         return violations + judged.after_ready(
-            self.discovery_now(),
+            now,
             self.namespace,
             self.model_name,
             self.workers,
