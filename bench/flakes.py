@@ -1,31 +1,77 @@
-"""Flake budget: the CPU-tier matrix run N times in a row, each failure with its violations.
+"""Flake budget: whole pytest sessions run N times in a row, each failure with its violations.
 
-    .venv/bin/python -m bench.flakes [--runs 10] [pytest args, default: the topology matrix]
+    .venv/bin/python -m bench.flakes [--suites canary-matrix:20,readme:10] [--write]
+    .venv/bin/python -m bench.flakes --runs 10 [pytest args]
 
 Each run is a whole pytest session (its own etcd, NATS, frontend and worker template), so a
-failure that depends on start-up order or timing has N chances to show. Prints one line per
-run and a summary: passes, failures, and each failed test with the violation kinds it raised.
+failure that depends on start-up order or timing has N chances to show. The named suites are
+the ones the no-false-alarm budget is held to: `canary-matrix`, the topology matrix and the
+canary scenarios with the nightly ones as CI runs them, and `readme`, the README's test
+command, both under `-n 2`. Prints one line per run and a summary per suite: passes,
+failures, each failed test with the violation kinds it raised and the first lines of its
+message; the JUnit files of failed runs are kept (their folder is printed) so each failure can
+be traced to its cause. `--write` puts the figures in bench/RESULTS.md (its own section).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.results import Results
+
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_ARGS = ["scenarios/test_topologies.py"]
+SUITES: dict[str, list[str]] = {
+    "canary-matrix": [
+        "-n",
+        "2",
+        "-m",
+        "e2e or nightly",
+        "scenarios/test_topologies.py",
+        "scenarios/test_canary.py",
+    ],
+    "readme": ["-n", "2"],
+}
+DEFAULT_SUITES = "canary-matrix:20,readme:10"
 _KIND = re.compile(r"\[([a-z0-9-]+)\] ")
+_SUMMARY = re.compile(r"=+ (.*) in [\d.]+s")
+MESSAGE_LINES = 4
 
 
-def failures(junit: Path) -> list[tuple[str, list[str]]]:
-    """(test id, violation kinds or the error's first line) for every failed test."""
+@dataclass
+class Failure:
+    test: str
+    kinds: list[str]
+    head: str  # the first lines of its message: where tracing the cause starts
+
+    @property
+    def label(self) -> str:
+        return f"{self.test}: {', '.join(self.kinds)}"
+
+
+@dataclass
+class Tally:
+    name: str
+    args: list[str]
+    runs: int = 0
+    failed: int = 0
+    seconds: list[float] = field(default_factory=list)
+    failures: Counter[str] = field(default_factory=Counter)
+    first_seen: dict[str, str] = field(default_factory=dict)
+
+
+def failures(junit: Path) -> list[Failure]:
+    """Every failed test: its id, its violation kinds (else the error's first line) and the
+    first lines of its message."""
     found = []
     for case in ElementTree.parse(junit).getroot().iter("testcase"):
         for tag in ("failure", "error"):
@@ -33,52 +79,120 @@ def failures(junit: Path) -> list[tuple[str, list[str]]]:
             if node is None:
                 continue
             text = (node.get("message") or "") + "\n" + (node.text or "")
-            kinds = sorted(set(_KIND.findall(text))) or [text.strip().splitlines()[0][:120]]
-            found.append((f"{case.get('classname')}::{case.get('name')}", kinds))
+            lines = [line for line in text.strip().splitlines() if line.strip()]
+            kinds = sorted(set(_KIND.findall(text))) or [lines[0][:120] if lines else tag]
+            test = f"{case.get('classname')}::{case.get('name')}"
+            found.append(Failure(test, kinds, "\n".join(lines[:MESSAGE_LINES])))
     return found
+
+
+def run_once(args: list[str], junit: Path) -> tuple[int, float, str, list[Failure]]:
+    """One whole pytest session: exit code, seconds, its closing line, its failures."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={junit}",
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    seconds = time.monotonic() - started
+    closing = [m.group(1) for m in _SUMMARY.finditer(result.stdout)]
+    tail = closing[-1] if closing else (result.stdout.strip().splitlines() or ["?"])[-1]
+    found = failures(junit) if junit.exists() else [Failure("(no report)", [tail], tail)]
+    if result.returncode != 0 and not found:
+        found = [Failure("(session)", [f"exit {result.returncode}"], tail)]
+    return result.returncode, seconds, tail, found
+
+
+def run_suite(tally: Tally, count: int, kept: Path, say) -> None:
+    with tempfile.TemporaryDirectory(prefix="flakes-") as scratch:
+        for run in range(1, count + 1):
+            junit = Path(scratch) / f"{tally.name}-{run}.xml"
+            code, seconds, tail, found = run_once(tally.args, junit)
+            tally.runs += 1
+            tally.seconds.append(seconds)
+            if code != 0:
+                tally.failed += 1
+                if junit.exists():
+                    shutil.copy(junit, kept / junit.name)
+            for failure in found:
+                tally.failures[failure.label] += 1
+                tally.first_seen.setdefault(failure.label, failure.head)
+            say(f"{tally.name} run {run:>3}: exit {code}, {seconds:5.0f} s, {tail}")
+
+
+def report(results: Results, tallies: list[Tally], kept: Path) -> None:
+    results.say("")
+    results.table(("suite", "command", "runs", "passed", "failed", "median wall", "max wall"))
+    for tally in tallies:
+        ordered = sorted(tally.seconds)
+        results.row(
+            tally.name,
+            f"`pytest {' '.join(_quoted(a) for a in tally.args)}`",
+            str(tally.runs),
+            str(tally.runs - tally.failed),
+            str(tally.failed),
+            f"{ordered[len(ordered) // 2]:.0f} s" if ordered else "-",
+            f"{ordered[-1]:.0f} s" if ordered else "-",
+        )
+    for tally in tallies:
+        for label, count in tally.failures.most_common():
+            results.say("")
+            results.say(f"- {tally.name}: {count}x {label}")
+            results.say("")
+            results.say("  ```")
+            results.say("\n".join(f"  {line}" for line in tally.first_seen[label].splitlines()))
+            results.say("  ```")
+    if any(t.failed for t in tallies):
+        results.say(f"\nJUnit files of the failed runs: {kept}")
+
+
+def _quoted(arg: str) -> str:
+    return f'"{arg}"' if " " in arg else arg
+
+
+def _parse_suites(text: str) -> list[tuple[str, int]]:
+    chosen = []
+    for item in text.split(","):
+        name, _, count = item.partition(":")
+        if name not in SUITES:
+            raise SystemExit(f"unknown suite {name!r}: one of {', '.join(SUITES)}")
+        chosen.append((name, int(count or 10)))
+    return chosen
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--suites", default=None, help=f"NAME:RUNS,... (default {DEFAULT_SUITES})")
+    parser.add_argument("--runs", type=int, default=None, help="runs of the pytest args given")
+    parser.add_argument("--write", action="store_true", help="figures into bench/RESULTS.md")
     args, pytest_args = parser.parse_known_args()
-    pytest_args = pytest_args or DEFAULT_ARGS
-    tally: Counter[str] = Counter()
-    failed_runs = 0
-    with tempfile.TemporaryDirectory(prefix="flakes-") as scratch:
-        for run in range(1, args.runs + 1):
-            junit = Path(scratch) / f"run-{run}.xml"
-            started = time.monotonic()
-            result = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pytest",
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    f"--junitxml={junit}",
-                    *pytest_args,
-                ],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-            )
-            seconds = time.monotonic() - started
-            tail = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "?"
-            found = failures(junit) if junit.exists() else [("(no report)", [tail])]
-            if result.returncode != 0:
-                failed_runs += 1
-            for test, kinds in found:
-                tally[f"{test}: {', '.join(kinds)}"] += 1
-            print(f"run {run:>3}: exit {result.returncode}, {seconds:5.0f} s, {tail}", flush=True)
-    print(
-        f"\n{args.runs} runs of {' '.join(pytest_args)}: "
-        f"{args.runs - failed_runs} passed, {failed_runs} failed"
-    )
-    for failure, count in tally.most_common():
-        print(f"  {count}x {failure}")
-    return 1 if failed_runs else 0
+    if pytest_args:
+        plan = [("given", args.runs or 10)]
+        SUITES["given"] = pytest_args
+    else:
+        plan = _parse_suites(args.suites or DEFAULT_SUITES)
+    kept = Path(tempfile.mkdtemp(prefix="flakes-failed-"))
+    results = Results("Flake budget: whole sessions in a row, every failure traced")
+    tallies = []
+    for name, count in plan:
+        tally = Tally(name, SUITES[name])
+        tallies.append(tally)
+        run_suite(tally, count, kept, results.say)
+    report(results, tallies, kept)
+    if args.write:
+        results.write(section="flakes")
+    return 1 if any(t.failed for t in tallies) else 0
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ the figures people read are the ones the benchmark wrote, never copied by hand."
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -32,21 +33,46 @@ class Results:
     def row(self, *cells: str) -> None:
         self.say("| " + " | ".join(cells) + " |")
 
-    def write(self, path: Path = RESULTS, release: str = "") -> Path:
-        """The whole run as Markdown: when, where, what ran, then every line it printed."""
+    def write(self, path: Path = RESULTS, release: str = "", section: str | None = None) -> Path:
+        """The whole run as Markdown: when, where, what ran, then every line it printed.
+        Without `section` it replaces the file's main part; with one, only that section
+        (another benchmark's figures, e.g. the flake budget's), kept across main rewrites."""
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.started))
         machine = f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB"
         command = " ".join(["python -m", _module(), *sys.argv[1:]])
         header = [
-            f"# {self.title}",
+            f"{'##' if section else '#'} {self.title}",
             "",
             f"Written by `{command}` on {when}; machine: {machine}"
             + (f"; ai-dynamo {release}" if release else "")
-            + ". Re-run the command to replace this file; do not edit it by hand.",
+            + ". Re-run the command to replace this "
+            + ("section" if section else "file")
+            + "; do not edit it by hand.",
             "",
         ]
-        path.write_text("\n".join([*header, *self.lines]).rstrip() + "\n")
+        body = "\n".join([*header, *self.lines]).rstrip() + "\n"
+        old = path.read_text() if path.exists() else ""
+        main, sections = _split(old)
+        if section is None:
+            main = body
+        else:
+            sections[section] = body
+        kept = [f"{_BEGIN.format(n)}\n{text}{_END.format(n)}\n" for n, text in sections.items()]
+        path.write_text("\n".join([main.rstrip() + "\n", *kept]).lstrip("\n"))
         return path
+
+
+_BEGIN = "<!-- section {} -->"
+_END = "<!-- end {} -->"
+_SECTION = re.compile(
+    r"<!-- section (?P<name>\S+) -->\n(?P<text>.*?)<!-- end (?P=name) -->\n?", re.S
+)
+
+
+def _split(text: str) -> tuple[str, dict[str, str]]:
+    """A results file's main part and its named sections."""
+    sections = {m["name"]: m["text"] for m in _SECTION.finditer(text)}
+    return _SECTION.sub("", text).rstrip() + "\n", sections
 
 
 def _module() -> str:

@@ -24,6 +24,27 @@ def test_results_are_written_with_when_where_and_what_ran(tmp_path):
     assert text.rstrip().endswith("| aggregated | 0.22 s |")
 
 
+def test_a_section_is_replaced_alone_and_kept_when_the_main_part_is_rewritten(tmp_path):
+    path = tmp_path / "RESULTS.md"
+    main = Results("Benchmark")
+    main.say("main figures 1")
+    main.write(path)
+    flakes = Results("Flake budget")
+    flakes.say("20 runs, 0 failed")
+    flakes.write(path, section="flakes")
+    again = Results("Benchmark")
+    again.say("main figures 2")
+    again.write(path)
+    text = path.read_text()
+    assert text.startswith("# Benchmark\n") and "main figures 2" in text
+    assert "main figures 1" not in text
+    assert "## Flake budget" in text and text.count("20 runs, 0 failed") == 1
+    flakes.lines = ["10 runs, 1 failed"]
+    flakes.write(path, section="flakes")
+    text = path.read_text()
+    assert "20 runs" not in text and "10 runs, 1 failed" in text and "main figures 2" in text
+
+
 def test_the_phase_table_takes_each_phases_median_and_shows_a_missing_one_as_a_dash():
     runs = [
         Phases(forked=0.02, card=0.2, ready=0.25, listed=0.3, stop=5.4),

@@ -71,6 +71,33 @@ def test_an_error_the_handler_logged_for_its_canary_is_a_rejection_though_answer
     assert read_canaries([error, SENT, OK]).succeeded == 1  # an error outside a canary
 
 
+def test_the_system_servers_503_access_line_inside_a_canary_is_not_the_handlers_error():
+    """The gateway interleaving CI caught: the harness's own /health read answered 503 (the
+    system server logs it at ERROR) between a canary's send and its success."""
+    probe = (
+        f"{T}5.895700Z ERROR tower_http::trace::on_failure: response failed "
+        "classification=Status code: 503 Service Unavailable latency=0 ms"
+    )
+    log = read_canaries([SENT, SENDING, probe, OK])
+    assert (log.succeeded, log.failures) == (1, ())
+    assert probe not in log.lines
+
+
+def test_another_endpoints_error_inside_a_canary_is_not_the_handlers_error():
+    other = f"{T}5.895800Z ERROR handler_base.load_lora: Failed to load LoRA adapter: missing"
+    assert read_canaries([SENT, other, OK]).failures == ()
+    own = f"{T}5.895800Z ERROR embedding_handler.generate: bad request"
+    assert read_canaries([SENT, own, OK]).failures[0].error == "bad request"
+
+
+def test_canaries_of_two_processes_in_one_log_each_close_on_their_own_outcome():
+    """A gateway's children log into one file: two canaries in flight at once."""
+    log = read_canaries([SENT, SENT, OK, REJECTED])
+    assert (log.sent, log.succeeded, len(log.failures)) == (2, 1, 1)
+    late = f"{T}8.000000Z ERROR embedding_handler.generate: after every canary came back"
+    assert read_canaries([SENT, SENT, OK, OK, late]).failures == ()
+
+
 def test_other_endpoints_are_not_counted():
     other = OK.replace("for generate", "for clear_kv_blocks")
     assert read_canaries([other]).reached == 0

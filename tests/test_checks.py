@@ -121,6 +121,13 @@ def test_incompatible_workers_line_in_the_frontend_log():
     assert checks.incompatible_workers("INFO all good\n", "model-x") == []
 
 
+def test_another_models_rejection_is_not_this_models():
+    log = "ERROR Rejected incompatible workers; the first accepted config model=model-y x=1\n"
+    assert checks.incompatible_workers(log, "model-x") == []
+    unnamed = "ERROR Rejected incompatible workers (an older frontend names no model)\n"
+    assert len(checks.incompatible_workers(unnamed, "model-x")) == 1
+
+
 def _exchange(status: int, after_ready: bool) -> Exchange:
     return Exchange(time.time(), "POST", "/v1/chat/completions", status, "body", after_ready)
 

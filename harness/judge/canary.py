@@ -31,9 +31,16 @@ _FAILED = re.compile(
     r"|Failed to send health check for (?P<unsent>[^\s:]+):?(?P<why>.*)"
 )
 _DYNAMO_MESSAGE = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)"')
-# A Python handler's own error line (its logger at ERROR), e.g. "ERROR
-# video_generation_handler.generate: Error in video generation: ...".
-_HANDLER_ERROR = re.compile(r"Z\s+ERROR\s+\S+: (?P<error>.+)")
+# A Python handler's own error line (its logger at ERROR, target "module.function"), e.g.
+# "ERROR video_generation_handler.generate: Error in video generation: ...". The runtime's
+# own lines name Rust targets ("a::b"): the system server's access line for a 503 it answered
+# (`tower_http::trace::on_failure`, the harness's own /health reads) is never the handler's.
+_HANDLER_ERROR = re.compile(r"Z\s+ERROR\s+(?P<target>[\w.]+): (?P<error>.+)")
+# The other endpoints a dynamo.sglang worker serves beside generate (1.6.1's handler_base and
+# init_*.py): a line logged by the function of one of them is that endpoint's, not the canary's.
+OTHER_ENDPOINTS = frozenset(
+    {"clear_kv_blocks", "load_lora", "unload_lora", "list_loras", "update_weights_from_disk"}
+)
 ERROR_CHARS = 240  # the handler's error as the message quotes it (the evidence has it whole)
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z")
 
@@ -156,11 +163,15 @@ def read_canaries(
     lines: Sequence[str], endpoint: str = GENERATE_ENDPOINT, until: float | None = None
 ) -> CanaryLog:
     """Count `endpoint`'s canaries in a worker's log lines (colours removed), ignoring
-    lines stamped after `until` (wall time the harness began stopping it; None: all)."""
+    lines stamped after `until` (wall time the harness began stopping it; None: all).
+
+    Between a canary's send and its outcome only the handler's own error counts against it
+    (`handler_error`); a gateway's children log into one file, so several canaries may be
+    in flight at once, each closed by its own outcome line."""
     sent = succeeded = 0
     failures: list[CanaryFailure] = []
     counted: list[str] = []
-    in_flight = False  # between the canary's send and its outcome (the endpoint was idle)
+    in_flight = 0  # canaries sent and not yet come back (the endpoint was idle)
     swallowed: str | None = None  # an error the handler logged meanwhile
     collecting = False  # reading that error's own lines
     for line in lines:
@@ -168,7 +179,7 @@ def read_canaries(
             break
         if (match := _SENT.search(line)) and match["endpoint"] == endpoint:
             sent += 1
-            in_flight, swallowed, collecting = True, None, False
+            in_flight, collecting = in_flight + 1, False
         elif (match := _SENDING.search(line)) and match["endpoint"] == endpoint:
             pass
         elif (match := _SUCCEEDED.search(line)) and match["endpoint"] == endpoint:
@@ -176,12 +187,12 @@ def read_canaries(
                 succeeded += 1
             else:
                 failures.append(CanaryFailure(_shorten(swallowed), line, swallowed=True))
-            in_flight, swallowed, collecting = False, None, False
+            in_flight, swallowed, collecting = max(in_flight - 1, 0), None, False
         elif (match := _FAILED.search(line)) and endpoint in (match["endpoint"], match["unsent"]):
             failures.append(CanaryFailure(_handler_error(match), line))
-            in_flight, swallowed, collecting = False, None, False
-        elif in_flight and swallowed is None and (match := _HANDLER_ERROR.search(line)):
-            swallowed, collecting = match["error"], True
+            in_flight, swallowed, collecting = max(in_flight - 1, 0), None, False
+        elif in_flight and swallowed is None and (error := handler_error(line)) is not None:
+            swallowed, collecting = error, True
         elif collecting and _continues(line):
             swallowed = f"{swallowed} {line}"  # the error's own lines (a validation's fields)
             continue
@@ -190,6 +201,16 @@ def read_canaries(
             continue
         counted.append(line)
     return CanaryLog(sent, succeeded, tuple(failures), tuple(counted))
+
+
+def handler_error(line: str) -> str | None:
+    """The error a Python handler logged on this line, if it is one: a Python logger's ERROR
+    (never a Rust target such as the system server's access line for a 503 it answered),
+    and not from the function of another endpoint the worker serves."""
+    match = _HANDLER_ERROR.search(line)
+    if match is None or match["target"].rsplit(".", 1)[-1] in OTHER_ENDPOINTS:
+        return None
+    return match["error"]
 
 
 def _handler_error(match: re.Match[str]) -> str:

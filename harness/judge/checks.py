@@ -309,8 +309,11 @@ def _is_ip(text: str) -> bool:
 
 
 def incompatible_workers(frontend_log: str, model_name: str) -> list[Violation]:
+    """The frontend's own rejections of this model's workers: a line whose `model=` field
+    names another model is that model's (a shared frontend serves several); a line naming
+    none (an older frontend's) counts for every model."""
     lines = [line for line in frontend_log.splitlines() if INCOMPATIBLE_MARKER in line]
-    mine = [line for line in lines if model_name in line] or lines
+    mine = [line for line in lines if _model_field(line) in (None, model_name)]
     if not mine:
         return []
     return [
@@ -322,6 +325,18 @@ def incompatible_workers(frontend_log: str, model_name: str) -> list[Violation]:
             + "\n".join(f"    | {line}" for line in mine[-5:]),
         )
     ]
+
+
+_MODEL_FIELD = re.compile(r'\bmodel=(?:"(?P<quoted>[^"]*)"|(?P<bare>\S+))')
+
+
+def _model_field(line: str) -> str | None:
+    match = _MODEL_FIELD.search(line)
+    return (
+        None
+        if match is None
+        else (match["quoted"] if match["quoted"] is not None else match["bare"])
+    )
 
 
 def bad_exchanges(exchanges: list[Exchange]) -> list[Violation]:
