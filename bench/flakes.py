@@ -5,12 +5,13 @@
 
 Each run is a whole pytest session (its own etcd, NATS, frontend and worker template), so a
 failure that depends on start-up order or timing has N chances to show. The named suites are
-the ones the no-false-alarm budget is held to: `canary-matrix`, the topology matrix and the
-canary scenarios with the nightly ones as CI runs them, and `readme`, the README's test
-command, both under `-n 2`. Prints one line per run and a summary per suite: passes,
-failures, each failed test with the violation kinds it raised and the first lines of its
-message; the JUnit files of failed runs are kept (their folder is printed) so each failure can
-be traced to its cause. `--write` puts the figures in bench/RESULTS.md (its own section).
+the ones the no-false-alarm budget is held to: `canary-matrix`, the topology matrix (each
+verdict proving every worker's canary) with the nightly ones as CI runs them, and `readme`,
+the README's test command, both under `-n 2`. Prints one line per run and a summary per
+suite: passes, failures, each failed test with the violation kinds it raised and the first
+lines of its message; the JUnit files of failed runs are kept (their folder is printed) so
+each failure can be traced to its cause. `--write` puts the figures in bench/RESULTS.md
+(its own section).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ SUITES: dict[str, list[str]] = {
         "-m",
         "e2e or nightly",
         "scenarios/test_topologies.py",
-        "scenarios/test_canary.py",
     ],
     "readme": ["-n", "2"],
 }
@@ -191,8 +191,23 @@ def main() -> int:
         run_suite(tally, count, kept, results.say)
     report(results, tallies, kept)
     if args.write:
+        results.say(f"\nCommit: {_commit()}")
         results.write(section="flakes")
     return 1 if any(t.failed for t in tallies) else 0
+
+
+def _commit() -> str:
+    """The checkout's commit (and whether its tree had changes), so a figure names its code."""
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return f"{head or 'unknown'}{' with uncommitted changes' if dirty else ''}"
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ GPU_MODELS: dict[str, str] = {
     "diffusion-llm": "inclusionAI/LLaDA2.0-mini",
     # The LoRA adapter of Qwen3-0.6B that Dynamo's own LoRA test loads (tests/serve/
     # lora_utils.py DEFAULT_LORA_REPO; launch/lora/agg_lora.sh): loaded at runtime by
-    # scenarios/test_runtime_registration.py on the GPU tier.
+    # the lora-p-d verdict (test_registers_and_serves) on the GPU tier.
     "lora": "codelion/Qwen3-0.6B-accuracy-recovery-lora",
 }
 # What each default model's snapshot downloads (GiB; a whole repo, every file), shown by
@@ -780,7 +780,8 @@ LLM_DIFFUSION = Topology(
 
 # LoRA adapters registered at runtime, on both roles of a P/D pair: each load publishes a
 # LoRA card on its worker (a prefill worker's must stay Prefill, never Chat: Dynamo PR
-# #8945), each unload removes it. See scenarios/test_runtime_registration.py.
+# #8945), each unload removes it. Proven in lora-p-d's own verdict
+# (harness/deployment/lora.py: runtime_cycle).
 _LORA_FLAGS = (
     "--enable-lora",
     # Dynamo's agg_lora.sh: rank up to 64 (the adapter its test loads, GPU_MODELS["lora"]).

@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 
 from discovery_harness.deployment import FILE, Planes
-from discovery_harness.deployment.lora import LoraControl
+from discovery_harness.deployment.lora import LoraControl, runtime_cycle
 from discovery_harness.discovery.faults import write_orphan_card
 from discovery_harness.model.topology import GpuProfile, Placement, WorkerPlacement, WorkerSpec
 from discovery_harness.model.violations import (
@@ -22,6 +22,7 @@ from discovery_harness.model.violations import (
     INCOMPATIBLE_WORKERS,
     INTERNAL_ADVERTISED,
     LISTED_EARLY,
+    LORA_LEFT_BEHIND,
     LORA_REFUSED,
     LORA_WITHOUT_RUNTIME_DATA,
     METRICS_MODEL_LABEL,
@@ -291,16 +292,24 @@ def test_a_lora_on_a_prefill_worker_registered_as_chat_is_caught(deploy):
 @pytest.mark.nightly
 @pytest.mark.timeout(240)
 def test_a_lora_card_left_after_unload_is_caught(deploy):
+    """Through the cycle lora-p-d's own verdict runs (the main job judges it)."""
     deployment = deploy(LORA_P_D, faults={"decode": "lora-card-stays"})  # finding 19 aside
-    lora = LoraControl(deployment)
-    lora.load("harness-lora")
-    lora.settle("harness-lora", loaded=True)
-    lora.unload("harness-lora")
     with pytest.raises(ContractFailure) as failure:
-        lora.settle("harness-lora", loaded=False)
+        runtime_cycle(deployment)
     message = _only_message(failure.value, REGISTERED_UNEXPECTEDLY, "decode")
     assert "still has a card for LoRA 'harness-lora' after unload_lora" in message
     assert not failure.value.find(REGISTERED_UNEXPECTEDLY, "prefill")
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_an_unload_that_takes_the_base_card_with_it_is_caught(deploy):
+    deployment = deploy(LORA_P_D, faults={"decode": "lora-unload-drops-base"})
+    with pytest.raises(ContractFailure) as failure:
+        runtime_cycle(deployment)
+    message = _only_message(failure.value, LORA_LEFT_BEHIND)
+    assert "discovery is not as it was before LoRA 'harness-lora' was loaded" in message
+    assert "only in the first" in message
 
 
 @pytest.mark.nightly

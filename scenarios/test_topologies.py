@@ -1,4 +1,6 @@
-"""Every topology in the catalogue registers as its contract says and serves its requests.
+"""Every topology in the catalogue registers as its contract says and serves its requests,
+and proves the rest of its contract in the same deployment (its runtime LoRA cycle, each
+worker's canary): the one verdict the main job, `history` and `bisect` give.
 
 On the CPU tier one item per topology (its packed layout); on the GPU tier one per layout
 (`aggregated-1gpu`, `disaggregated-2gpu`, ...), marked gpu_N from the layout.
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from discovery_harness.deployment import whole_contract
 from discovery_harness.plugin import parametrize_scenarios
 from discovery_harness.serving.shapes import selected
 from discovery_harness_scenarios.catalogue import CATALOGUE
@@ -25,4 +28,5 @@ def test_registers_and_serves(scenario, deploy):
     for shape in selected(topology.requests, topology.shapes):  # each declared shape, once
         deployment.send(shape.kind, shape=shape.name)
     assert deployment.advertised_addresses() == deployment.loopback_addresses()
+    whole_contract.prove(deployment)  # a LoRA topology's runtime cycle; every worker's canary
     deployment.verify()  # every answer judged; a release's declared findings set aside

@@ -83,6 +83,17 @@ def test_the_system_servers_503_access_line_inside_a_canary_is_not_the_handlers_
     assert probe not in log.lines
 
 
+def test_the_request_planes_error_for_a_real_request_inside_a_canary_is_not_the_handlers():
+    """A runtime line in a span ("handle_payload: dynamo_runtime::...") names a Rust target
+    after the span: a real request's, over the request plane, not the canary's."""
+    plane = (
+        f"{T}5.895700Z ERROR handle_payload: dynamo_runtime::pipeline::network::ingress::"
+        'push_handler: Failed to publish complete final for stream 4aaf otel.kind="server" '
+        'request_id="4aaf" component="backend" endpoint="generate"'
+    )
+    assert read_canaries([SENT, plane, OK]).failures == ()
+
+
 def test_another_endpoints_error_inside_a_canary_is_not_the_handlers_error():
     other = f"{T}5.895800Z ERROR handler_base.load_lora: Failed to load LoRA adapter: missing"
     assert read_canaries([SENT, other, OK]).failures == ()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from discovery_harness.judge import checks
+from discovery_harness.judge import checks, incompatible
 from discovery_harness.model.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
 from discovery_harness.model.violations import (
     BAD_RESPONSE,
@@ -116,16 +116,16 @@ def test_loopback_only_addresses_pass_and_others_fail():
 
 def test_incompatible_workers_line_in_the_frontend_log():
     log = "INFO something\nWARN Rejected incompatible workers model=model-x checksum=abc\n"
-    (violation,) = checks.incompatible_workers(log, "model-x")
+    (violation,) = incompatible.incompatible_workers(log, "model-x")
     assert violation.kind == INCOMPATIBLE_WORKERS and "checksum=abc" in violation.message
-    assert checks.incompatible_workers("INFO all good\n", "model-x") == []
+    assert incompatible.incompatible_workers("INFO all good\n", "model-x") == []
 
 
 def test_another_models_rejection_is_not_this_models():
     log = "ERROR Rejected incompatible workers; the first accepted config model=model-y x=1\n"
-    assert checks.incompatible_workers(log, "model-x") == []
+    assert incompatible.incompatible_workers(log, "model-x") == []
     unnamed = "ERROR Rejected incompatible workers (an older frontend names no model)\n"
-    assert len(checks.incompatible_workers(unnamed, "model-x")) == 1
+    assert len(incompatible.incompatible_workers(unnamed, "model-x")) == 1
 
 
 def _exchange(status: int, after_ready: bool) -> Exchange:

@@ -18,7 +18,6 @@ from discovery_harness.model.catalogue import load
 from discovery_harness.runtime import model_fetch, models
 from discovery_harness.runtime.model_source import gpu_needs
 from discovery_harness.runtime.models import BadModelOverride, MissingModels, ModelNeed
-from discovery_harness_scenarios import test_canary as canary
 from discovery_harness_scenarios.catalogue import CATALOGUE, GPU_MODELS, by_name
 from tests.hf_cache import cache_model
 
@@ -168,9 +167,7 @@ def test_the_expression_selects_what_pytest_would_run():
     assert names == expected
     assert all(s.placement.gpus == 1 for s in selected)
     nightly = model_fetch.selected_scenarios("gpu_1 and nightly")
-    # the nightly topologies, and every other one-GPU topology's own canary scenario
-    canary_nightly = {name for name in one_gpu if name not in canary.REPRESENTATIVE}
-    expected_nightly = {t.name for t in CATALOGUE if t.gpu.nightly} | canary_nightly
+    expected_nightly = {t.name for t in CATALOGUE if t.gpu.nightly}
     assert {s.topology.name for s in nightly} == expected_nightly
 
 

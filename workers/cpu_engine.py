@@ -26,7 +26,6 @@ from typing import Any
 import torch
 from sglang.srt.configs.model_config import ModelConfig
 from sglang.srt.entrypoints.engine import Engine
-from sglang.srt.managers.io_struct import LoRAUpdateOutput, UnloadLoRAAdapterReqInput
 from sglang.srt.managers.tokenizer_manager import TokenizerManager
 from sglang.srt.runtime_context import publish
 from sglang.srt.server_args import PortArgs, ServerArgs
@@ -66,19 +65,7 @@ class CpuTokenizerManager(StandInGeneration, TokenizerManager):
         self.startup_time = 0.0
         self._subprocess_watchdog = None
         self.init_stand_in_generation()
-        # sglang's own LoRA bookkeeping (registry, lock, caches); only the fan-out to the
-        # scheduler ranks is stood in for, below.
-        self.init_lora()
-        self.update_lora_adapter_communicator = self._lora_ranks_reply
-
-    async def _lora_ranks_reply(self, obj: Any) -> list[LoRAUpdateOutput]:
-        """What the scheduler ranks answer to a LoRA load/unload: success, one rank."""
-        loaded = {name: ref.lora_path for name, ref in self.lora_ref_cache.items()}
-        if isinstance(obj, UnloadLoRAAdapterReqInput):
-            loaded.pop(obj.lora_name, None)
-        else:
-            loaded[obj.lora_name] = obj.lora_path
-        return [LoRAUpdateOutput(success=True, loaded_adapters=loaded)]
+        self.init_stand_in_lora()
 
 
 def _kv_pool_tokens(server_args: Any) -> int:

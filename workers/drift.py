@@ -93,6 +93,45 @@ def legacy_report(choice: Any) -> list[str]:
         problems += _vision_tower_report(legacy)
     if choice.mm_encoder_module:
         problems += _mm_encoder_report(originals["MMEncoder"])
+    if not choice.vision_tower:  # Dynamo 1.0+ serves load_lora / unload_lora
+        problems += lora_report(tokenizer_manager)
+    return problems
+
+
+def lora_report(tokenizer_manager: Any) -> list[str]:
+    """What the stand-in's runtime LoRA (StandInGeneration.init_stand_in_lora) relies on:
+    the real load/unload path, which fans out through `update_lora_adapter_communicator`
+    (the one part stood in for), sglang's own bookkeeping, and the reply it builds."""
+    problems = missing_attributes(
+        "TokenizerManager", tokenizer_manager, ["load_lora_adapter", "unload_lora_adapter"]
+    )
+    sources = "".join(
+        inspect.getsource(cls) for cls in tokenizer_manager.__mro__ if cls is not object
+    )
+    if "update_lora_adapter_communicator" not in sources:
+        problems.append(
+            "TokenizerManager no longer fans LoRA updates out through "
+            "update_lora_adapter_communicator (the stand-in replaces it)"
+        )
+    if not hasattr(tokenizer_manager, "init_lora"):
+        problems += missing_attributes(
+            "sglang.srt.lora.lora_registry",
+            importlib.import_module("sglang.srt.lora.lora_registry"),
+            ["LoRARegistry"],
+        )
+    io_struct = importlib.import_module("sglang.srt.managers.io_struct")
+    problems += missing_attributes(
+        "sglang.srt.managers.io_struct",
+        io_struct,
+        ["LoRAUpdateOutput", "UnloadLoRAAdapterReqInput"],
+    )
+    if hasattr(io_struct, "LoRAUpdateOutput"):
+        fields = {name for name, _ in parameters(io_struct.LoRAUpdateOutput)}
+        problems += [
+            f"LoRAUpdateOutput has no {name!r} field"
+            for name in ("success", "loaded_adapters")
+            if name not in fields
+        ]
     return problems
 
 
@@ -254,6 +293,7 @@ def current_report() -> list[str]:
         ["_validate_inputs"],
     )
     problems += _engine_construction()
+    problems += lora_report(tokenizer_manager)
     problems += missing_attributes(
         "sglang.srt.runtime_context",
         importlib.import_module("sglang.srt.runtime_context"),

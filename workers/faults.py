@@ -33,6 +33,7 @@ FAULTS = (
     "register-anyway",
     "lora-as-chat",
     "lora-card-stays",
+    "lora-unload-drops-base",
     "unready-after-registration",
     "never-ready",
     "ready-before-card",
@@ -194,6 +195,22 @@ def _lora_card_stays() -> None:
         _announce("lora-card-stays", "unregister_llm was not called")
 
     handler_base.unregister_llm = kept
+
+
+def _lora_unload_drops_base() -> None:
+    """unload_lora removes the adapter's card and then the base model's own (an unregister
+    called without the LoRA's name): the worker serves on with no card for its model."""
+    handler_base: Any = importlib.import_module("dynamo.sglang.request_handlers.handler_base")
+    real = handler_base.unregister_llm
+
+    async def and_the_base(*args: Any, **kwargs: Any) -> Any:
+        result = await real(*args, **kwargs)
+        if kwargs.get("lora_name"):
+            _announce("lora-unload-drops-base", "unregister_llm called for the base model too")
+            await real(endpoint=kwargs["endpoint"])
+        return result
+
+    handler_base.unregister_llm = and_the_base
 
 
 def _replace_generates(replace: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -376,6 +393,8 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
         _lora_as_chat()
     elif fault == "lora-card-stays":
         _lora_card_stays()
+    elif fault == "lora-unload-drops-base":
+        _lora_unload_drops_base()
     elif fault == "metrics-label":
         _foreign_metrics_label()
     elif fault == "lora-card-bare":

@@ -207,6 +207,7 @@ def legacy_engine_classes() -> tuple[Any, Any]:
             self.is_pause = False
             self.num_reserved_tokens = 0  # Dynamo 1.x's token budget reads it
             self.init_stand_in_generation()
+            self.init_stand_in_lora()  # runtime LoRA (Dynamo 1.1+ serves load_lora)
 
     class LegacyCpuEngine(Engine):
         """The release's Engine, with the scheduler launch replaced by the stand-in."""

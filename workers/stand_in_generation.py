@@ -35,10 +35,39 @@ class StandInGeneration:
 
     tokenizer: Any
     rid_to_state: dict[str, Any]
+    server_args: Any
+    lora_ref_cache: dict[str, Any]
 
     def init_stand_in_generation(self) -> None:
         self.rid_to_state = {}
         self._reply_ids = self.tokenizer.encode(REPLY_TEXT, add_special_tokens=False)
+
+    def init_stand_in_lora(self) -> None:
+        """sglang's own LoRA bookkeeping (registry, lock, caches: its `init_lora`, or what
+        a release without one sets in `__init__`); only the fan-out to the scheduler ranks is
+        stood in for (`update_lora_adapter_communicator`)."""
+        init_lora = getattr(self, "init_lora", None)
+        if init_lora is not None:
+            init_lora()
+        else:
+            from sglang.srt.lora.lora_registry import LoRARegistry
+
+            paths = getattr(self.server_args, "lora_paths", None)
+            self.lora_registry = LoRARegistry(paths)
+            self.lora_update_lock = asyncio.Lock()
+            self.lora_ref_cache = {ref.lora_name: ref for ref in (paths or [])}
+        self.update_lora_adapter_communicator = self._lora_ranks_reply
+
+    async def _lora_ranks_reply(self, obj: Any) -> list[Any]:
+        """What the scheduler ranks answer to a LoRA load/unload: success, one rank."""
+        from sglang.srt.managers.io_struct import LoRAUpdateOutput, UnloadLoRAAdapterReqInput
+
+        loaded = {name: ref.lora_path for name, ref in self.lora_ref_cache.items()}
+        if isinstance(obj, UnloadLoRAAdapterReqInput):
+            loaded.pop(obj.lora_name, None)
+        else:
+            loaded[obj.lora_name] = obj.lora_path
+        return [LoRAUpdateOutput(success=True, loaded_adapters=loaded)]
 
     def validate_total_tokens(self, *args: Any, **kwargs: Any) -> None:
         """The stand-in has no KV-cache limit to enforce."""

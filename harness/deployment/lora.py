@@ -9,6 +9,7 @@ take the base card's role: on a prefill worker it stays Prefill, never a public 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,11 +17,13 @@ import httpx
 
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.deployment.core import Deployment
+from discovery_harness.deployment.fingerprint import differences, discovery_fingerprint
 from discovery_harness.deployment.worker import Worker
 from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.judge.checks import WorkerView, compare_card, named
 from discovery_harness.model.records import ModelCard
 from discovery_harness.model.violations import (
+    LORA_LEFT_BEHIND,
     LORA_REFUSED,
     NEVER_REGISTERED,
     REGISTERED_UNEXPECTEDLY,
@@ -30,6 +33,8 @@ from discovery_harness.model.violations import (
 from discovery_harness.runtime.models import locate
 
 LORA_TIMEOUT_S = 60.0
+LORA_NAME = "harness-lora"  # the adapter's served name in every runtime cycle
+_POLL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -170,3 +175,67 @@ class LoraControl:
         if located is None:
             raise FileNotFoundError(f"LoRA adapter {ref} is not available locally")
         return located
+
+
+def runtime_cycle(deployment: Deployment, name: str = LORA_NAME) -> None:
+    """A LoRA topology's runtime registration, judged in its one verdict: load on every
+    registering worker (accepted, one card per worker of its role, listed), serve the
+    adapter, unload (accepted, cards and listing gone, discovery as before the load), then
+    the base model served again. Answers go to the deployment's verdict (a 404/5xx for the
+    adapter or the base fails it); a broken step raises ContractFailure naming the worker."""
+    lora = LoraControl(deployment)
+    before = _fingerprint(deployment)
+    lora.load(name)
+    lora.check_answers()
+    lora.settle(name, loaded=True)
+    _await_listing(deployment, name, listed=True)
+    deployment.send("chat", model=name)
+    lora.unload(name)
+    lora.check_answers()
+    lora.settle(name, loaded=False)
+    _await_listing(deployment, name, listed=False)
+    changed = differences(before, _fingerprint(deployment))
+    if changed:
+        raise ContractFailure(
+            deployment.topology.name,
+            [
+                Violation(
+                    LORA_LEFT_BEHIND,
+                    None,
+                    f"discovery is not as it was before LoRA '{name}' was loaded, after its "
+                    "unload was accepted:\n" + "\n".join(f"    {c}" for c in changed[:10]),
+                )
+            ],
+        )
+    deployment.send("chat")
+
+
+def _fingerprint(deployment: Deployment) -> object:
+    return discovery_fingerprint(
+        deployment.discovery_now(), deployment.namespace, deployment.model_name
+    )
+
+
+def _await_listing(deployment: Deployment, name: str, listed: bool) -> None:
+    """Wait (the listing deadline) until GET /v1/models lists `name` or no longer does."""
+    deadline = Deadline(deployment.session.settings.list_deadline)
+    while (name in deployment.listed_models()) != listed:
+        if deadline.expired:
+            what = "never listed after its cards came" if listed else "still listed after unload"
+            raise ContractFailure(
+                deployment.topology.name,
+                [
+                    Violation(
+                        LORA_LEFT_BEHIND,
+                        None,
+                        f"LoRA '{name}' {what} ({deadline.seconds:.0f} s; its cards: "
+                        f"{_card_keys(deployment, name)})",
+                    )
+                ],
+            )
+        time.sleep(deadline.slice(_POLL_S))  # the listing is HTTP-only: polled to a deadline
+
+
+def _card_keys(deployment: Deployment, name: str) -> str:
+    cards = lora_cards(deployment.discovery_now(), deployment.namespace, name)
+    return ", ".join(c.key for c in cards) or "none"

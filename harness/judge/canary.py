@@ -36,6 +36,9 @@ _DYNAMO_MESSAGE = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)"')
 # own lines name Rust targets ("a::b"): the system server's access line for a 503 it answered
 # (`tower_http::trace::on_failure`, the harness's own /health reads) is never the handler's.
 _HANDLER_ERROR = re.compile(r"Z\s+ERROR\s+(?P<target>[\w.]+): (?P<error>.+)")
+# A runtime line inside a span ("ERROR handle_payload: dynamo_runtime::...::push_handler: ..."):
+# the request plane's, for a real request (the canary goes through the local registry).
+_RUST_TARGET = re.compile(r"^\w+(?:::\w+)+: ")
 # The other endpoints a dynamo.sglang worker serves beside generate (1.6.1's handler_base and
 # init_*.py): a line logged by the function of one of them is that endpoint's, not the canary's.
 OTHER_ENDPOINTS = frozenset(
@@ -209,6 +212,8 @@ def handler_error(line: str) -> str | None:
     and not from the function of another endpoint the worker serves."""
     match = _HANDLER_ERROR.search(line)
     if match is None or match["target"].rsplit(".", 1)[-1] in OTHER_ENDPOINTS:
+        return None
+    if _RUST_TARGET.match(match["error"]):
         return None
     return match["error"]
 

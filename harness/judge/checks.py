@@ -18,7 +18,6 @@ from discovery_harness.model.records import Instance, ModelCard
 from discovery_harness.model.violations import (
     BAD_RESPONSE,
     CARD_WITHOUT_INSTANCE,
-    INCOMPATIBLE_WORKERS,
     INTERFERENCE,
     INTERNAL_ADVERTISED,
     NON_LOOPBACK,
@@ -31,7 +30,6 @@ from discovery_harness.serving.http_client import Exchange
 from discovery_harness.serving.model_facts import CONTEXT_LENGTH_FLAG
 
 GENERATE_ENDPOINT = "generate"
-INCOMPATIBLE_MARKER = "Rejected incompatible workers"
 
 
 class WorkerView(Protocol):
@@ -306,37 +304,6 @@ def _is_ip(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def incompatible_workers(frontend_log: str, model_name: str) -> list[Violation]:
-    """The frontend's own rejections of this model's workers: a line whose `model=` field
-    names another model is that model's (a shared frontend serves several); a line naming
-    none (an older frontend's) counts for every model."""
-    lines = [line for line in frontend_log.splitlines() if INCOMPATIBLE_MARKER in line]
-    mine = [line for line in lines if _model_field(line) in (None, model_name)]
-    if not mine:
-        return []
-    return [
-        Violation(
-            INCOMPATIBLE_WORKERS,
-            None,
-            f"the frontend rejected workers of '{model_name}' as incompatible (cards with the same "
-            "name but a different checksum; the rejected worker gets no traffic):\n"
-            + "\n".join(f"    | {line}" for line in mine[-5:]),
-        )
-    ]
-
-
-_MODEL_FIELD = re.compile(r'\bmodel=(?:"(?P<quoted>[^"]*)"|(?P<bare>\S+))')
-
-
-def _model_field(line: str) -> str | None:
-    match = _MODEL_FIELD.search(line)
-    return (
-        None
-        if match is None
-        else (match["quoted"] if match["quoted"] is not None else match["bare"])
-    )
 
 
 def bad_exchanges(exchanges: list[Exchange]) -> list[Violation]:

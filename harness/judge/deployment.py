@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from discovery_harness.discovery.observer import DiscoveryState
-from discovery_harness.judge import checks
+from discovery_harness.judge import checks, incompatible
 from discovery_harness.judge.checks import WorkerRecords, WorkerView
 from discovery_harness.model.contract import ExpectedCard
 from discovery_harness.model.records import Instance
@@ -154,7 +154,7 @@ def after_ready(
     frontend rejected, and discovery's state now."""
     violations = checks.bad_exchanges(list(exchanges))
     violations += [bad_answer(r, workers) for r in replies if not r.ok and r.status == 200]
-    violations += checks.incompatible_workers(frontend_log, model_name)
+    violations += incompatible.incompatible_workers(frontend_log, model_name)
     for worker in workers:
         records = worker_records(state, namespace, worker, workers)
         violations += checks.must_not_register(records, worker)

@@ -20,6 +20,9 @@ REGISTERED_UNEXPECTEDLY = "registered-but-must-not"
 INTERFERENCE = "interference"
 NEEDS_UNMET = "needs-not-met"  # audit: a card needs a worker type no peer has
 LORA_REFUSED = "lora-refused"  # a worker answered a LoRA load/unload with an error
+# A LoRA's cycle left a trace: listed too late or still listed after unload, or discovery not
+# as it was before the load (a card, an instance, a field changed).
+LORA_LEFT_BEHIND = "lora-left-behind"
 # The readiness contract (a worker's /health, Kubernetes' readiness probe):
 NEVER_READY = "never-ready"  # registered (or not), never said ready in time
 READY_BEFORE_CARD = "ready-before-card"  # said ready while its card was not in etcd

@@ -1,0 +1,30 @@
+"""What a topology's one verdict proves after its declared answers: the parts of the contract
+that need the deployment to act or to wait, so that the main job (`conformance`), `history`
+and `bisect` judge everything that applies to a topology in one deployment.
+
+- A topology that carries a LoRA asset: the runtime cycle (lora.runtime_cycle).
+- Where the release runs the canary (its era's readiness settings): every worker whose mode
+  builds a payload has had one come back from its own handler (a count read from its log,
+  not a sleep); the verdict then requires it (canary-never-ran) and judges it
+  (canary-rejected).
+
+Cards, answers, /health, the frontend's /ready and /health and the self-description are
+judged by the verdict itself (Deployment.verify).
+"""
+
+from __future__ import annotations
+
+from discovery_harness.deployment import lora
+from discovery_harness.deployment.canary import await_canaries
+from discovery_harness.deployment.core import Deployment
+
+LORA_ASSET = "lora"
+
+
+def prove(deployment: Deployment) -> None:
+    """Run the topology's runtime cycle, then wait for every canary its workers owe."""
+    topology = deployment.topology
+    if LORA_ASSET in topology.assets:
+        lora.runtime_cycle(deployment)
+    if topology.health_judged:
+        await_canaries(deployment.workers, deployment.canary_waited)
