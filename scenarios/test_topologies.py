@@ -15,7 +15,7 @@ from discovery_harness.plugin import parametrize_scenarios
 from discovery_harness.serving.shapes import selected
 from discovery_harness_scenarios.catalogue import CATALOGUE
 
-pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge]
+pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.pre_merge, pytest.mark.prestart]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from discovery_harness.deployment.options import Settings
+from discovery_harness.deployment.prestart import Prestarts
 from discovery_harness.deployment.stops import BackgroundStops
 from discovery_harness.discovery.observer import DiscoveryObserver
 from discovery_harness.processes.infra import Endpoints
@@ -30,6 +31,7 @@ class Session:
     progress_heartbeat_s: float = 30.0
     spawner: Zygote | None = None  # CPU tier: the worker template; None: fresh processes
     stops: BackgroundStops = field(default_factory=BackgroundStops)
+    prestarts: Prestarts = field(default_factory=Prestarts)  # started ahead of their tests
 
     def __repr__(self) -> str:
         """Short: a failing test's traceback shows its fixtures' values."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from discovery_harness.deployment import Deployment, Session, Settings
+from discovery_harness.deployment import Deployment, Session, Settings, prestart
 from discovery_harness.deployment import session_setup as setup
 from discovery_harness.history import record
 from discovery_harness.model.topology import Scenario, Topology
@@ -69,18 +70,22 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
         __tracebackhide__ = True
         topology = what.topology if isinstance(what, Scenario) else what
         if faults is None:
-            roles = {w.role for w in topology.workers}
-            faults = {role: fault for role, fault in injected.items() if role in roles}
+            faults = _faults_for(topology, injected)
         if faults and not session.settings.tier.fault_injection:
             pytest.skip("fault injection needs the CPU tier")
-        deployment = Deployment(what, session, faults=faults, **options)
+        ahead = None
+        if isinstance(what, Scenario) and not options:
+            ahead = session.prestarts.take(prestart.key_of(what, faults))
+        deployment = ahead or Deployment(what, session, faults=faults, **options)
         started.append(deployment)
         try:
-            return deployment.start().await_ready()
+            ready = (deployment if ahead else deployment.start()).await_ready()
         except ContractFailure:
             if option_value(request.config, "probe_after_failure"):
                 _probe(deployment)
             raise
+        _start_upcoming(session, request, injected)
+        return ready
 
     __tracebackhide__ = True
     failures: list[ContractFailure] = []
@@ -97,6 +102,42 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
                 session.stops.submit(deployment.namespace, deployment.stop)
     if failures:
         raise ContractFailures.of(failures)
+
+
+def _faults_for(topology: Topology, injected: dict[str, str]) -> dict[str, str]:
+    roles = {w.role for w in topology.workers}
+    return {role: fault for role, fault in injected.items() if role in roles}
+
+
+def _start_upcoming(
+    session: Session, request: pytest.FixtureRequest, injected: dict[str, str]
+) -> None:
+    """Start the deployments of the next items marked `prestart` (harness/deployment/
+    prestart.py), in one process's run order only: under xdist the controller decides what a
+    worker runs next; on the GPU tier a deployment holds GPUs; without the template a start
+    costs seconds of CPU."""
+    if hasattr(request.config, "workerinput") or session.spawner is None:
+        return
+    if not session.settings.tier.fault_injection:  # the CPU tier
+        return
+    items = request.session.items
+    if request.node not in items:
+        return
+    index = items.index(request.node)
+    for item in items[index + 1 : index + 1 + prestart.DEPTH]:
+        callspec = getattr(item, "callspec", None)
+        scenario = callspec.params.get("scenario") if callspec is not None else None
+        if item.get_closest_marker("prestart") is None or not isinstance(scenario, Scenario):
+            continue
+        faults = _faults_for(scenario.topology, injected)
+        session.prestarts.ahead(
+            prestart.key_of(scenario, faults),
+            functools.partial(_deployment, scenario, session, faults),
+        )
+
+
+def _deployment(scenario: Scenario, session: Session, faults: dict[str, str]) -> Deployment:
+    return Deployment(scenario, session, faults=faults)
 
 
 def _verdict_at_teardown(deployment: Deployment) -> ContractFailure | None:

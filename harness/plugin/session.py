@@ -48,6 +48,8 @@ MARKERS = {
     "pre_merge": "runs on every change",
     "nightly": "the long matrix; skipped unless selected with -m",
     "selftest": "fault-injection self-tests of the harness's own checks",
+    "prestart": "the test calls deploy(scenario) once, with no options: the harness may start "
+    "that deployment while earlier tests run (CPU tier, one process)",
     "harness_tests": "the harness's tests of itself (its checkout's tests/): in an -m "
     "selection only when it names selftest, nightly, unit or harness_tests",
     "cuda_rehearsal": "the CPU tier in a container holding the runtime image's CUDA stack (11 "

@@ -1,0 +1,57 @@
+"""Deployments started ahead of the tests that will use them.
+
+Proving a worker's canary costs a second of idleness per deployment (DYN_CANARY_WAIT_TIME);
+run one after the other, a matrix pays that second once per topology. A deployment started
+while earlier tests run is idle from its start: its canary has come back by the time its own
+test sends anything, so the matrix pays the idle second once per chain, not per topology.
+Only deployments that need nothing but the scenario and the run's injected faults are
+started ahead (the test item says so: the `prestart` marker); one never taken is stopped at
+the session's end like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from discovery_harness.model.topology import Scenario
+
+if TYPE_CHECKING:
+    from discovery_harness.deployment.core import Deployment
+    from discovery_harness.deployment.stops import BackgroundStops
+
+PrestartKey = tuple[str, str, tuple[tuple[str, str], ...]]
+DEPTH = 4  # deployments started ahead of the running test
+
+
+def key_of(scenario: Scenario, faults: Mapping[str, str]) -> PrestartKey:
+    return (scenario.topology.name, scenario.placement.name, tuple(sorted(faults.items())))
+
+
+class Prestarts:
+    """The deployments started ahead, by the scenario and faults they were started for."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[PrestartKey, Deployment] = {}
+
+    def ahead(self, key: PrestartKey, make: Callable[[], Deployment]) -> None:
+        """Start a deployment for `key` unless one is waiting already. A start that fails
+        here is dropped: the test that needs it starts its own and meets the failure."""
+        if key in self._waiting:
+            return
+        deployment = make()
+        try:
+            deployment.start()
+        except Exception:
+            deployment.stop()
+            return
+        self._waiting[key] = deployment
+
+    def take(self, key: PrestartKey) -> Deployment | None:
+        return self._waiting.pop(key, None)
+
+    def release(self, stops: BackgroundStops) -> None:
+        """Stop every deployment no test took (the session ends, or the selection changed)."""
+        waiting, self._waiting = self._waiting, {}
+        for deployment in waiting.values():
+            stops.submit(deployment.namespace, deployment.stop)
