@@ -126,6 +126,10 @@ SUITES = {
         ("README test command (python -m pytest -n 2)", ["-n", "2"]),
         ("the same tests in one process (no -n)", []),
     ],
+    # What `conformance` runs: the topology matrix in one process, forked from the template.
+    "conformance": [
+        ("conformance's matrix, one process, template", ["scenarios/test_topologies.py"])
+    ],
     # The README's command alone: what a budget on it is measured by.
     "readme": [("README test command (python -m pytest -n 2)", ["-n", "2"])],
 }
