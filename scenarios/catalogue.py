@@ -34,11 +34,14 @@ from discovery_harness.model.topology import (
 )
 from discovery_harness.model.violations import (
     BAD_CONTENT,
+    BAD_RESPONSE,
     CANARY_REJECTED,
     LISTED_EARLY,
     LORA_WITHOUT_RUNTIME_DATA,
+    NEVER_READY,
     READY_BEFORE_CARD,
     STATUS_503,
+    UNREADY_AFTER_READY,
     lora_shape,
 )
 from discovery_harness_scenarios import eras
@@ -255,6 +258,35 @@ DISAGGREGATED = Topology(
     ),
 )
 
+# Finding 20: before 1.6 the embedding worker's canary is the LLM's (upstream #14680, found by
+# running each release with the operator's readiness settings): its handler refuses every one,
+# and with the endpoint list set the worker turns not ready a second after it said ready.
+_EMBEDDING_CANARY_RELEASES = ("1.3.1", "1.4.2", "1.5.1")  # measured; 1.0.2-1.2.1 not judged
+_EMBEDDING_CANARY_REASON = (
+    "Dynamo before 1.6 hands the embedding worker's serve_endpoint the generate-shaped "
+    "SglangHealthCheckPayload (token_ids, stop_conditions, ...), which the embedding handler's "
+    "EmbeddingRequest refuses ('model', 'input': Field required): every canary fails"
+)
+_EMBEDDING_CANARY_CITES = (
+    "dynamo/sglang/init_embedding.py (1.5.1: lines 72-84; 1.1.1 and 1.0.2: line 44)",
+    "ai-dynamo/dynamo#14680 (embedding workers stay unready: the canary shaped for generate)",
+)
+EMBEDDING_CANARY_GENERATE_SHAPED = (
+    KnownViolation(
+        kind=CANARY_REJECTED,
+        dynamo_versions=_EMBEDDING_CANARY_RELEASES,
+        reason=_EMBEDDING_CANARY_REASON,
+        cites=_EMBEDDING_CANARY_CITES,
+    ),
+    KnownViolation(
+        kind=UNREADY_AFTER_READY,
+        dynamo_versions=_EMBEDDING_CANARY_RELEASES,
+        reason=_EMBEDDING_CANARY_REASON + ", so the runtime marks generate not ready and "
+        "/health answers 503 after each idle second",
+        cites=_EMBEDDING_CANARY_CITES,
+    ),
+)
+
 EMBEDDING_TOPOLOGY = Topology(
     name="embedding",
     eras=eras.EMBEDDING_ERAS,
@@ -271,6 +303,7 @@ EMBEDDING_TOPOLOGY = Topology(
     requests=("embedding",),
     gpu=_alone("embedding", vram_gib=3.0, start_timeout_s=300),
     shapes=EVERY_SHAPE,
+    known_violations=EMBEDDING_CANARY_GENERATE_SHAPED,
 )
 
 RERANK_TOPOLOGY = Topology(
@@ -296,9 +329,9 @@ RERANK_TOPOLOGY = Topology(
 # card by the milliseconds registration takes (seen once in a few runs with a 50 ms poll).
 ENCODER_READY_BEFORE_CARD = KnownViolation(
     kind=READY_BEFORE_CARD,
-    dynamo_versions=("1.6.1",),
-    reason="Dynamo 1.6.1's multimodal encoder serves its generate endpoint (no health-check "
-    "payload: ready on /health at once) concurrently with register_encoder, whose "
+    dynamo_versions=("1.5.1", "1.6.1"),  # 1.5.1: the same gather (init_multimodal.py 84-100)
+    reason="Dynamo 1.5.1 and 1.6.1's multimodal encoder serves its generate endpoint (no "
+    "health-check payload: ready on /health at once) concurrently with register_encoder, whose "
     "set_health_status(True) after registration (the #15069 fix) no longer decides /health: "
     "the encoder can say ready a few ms before its card is in etcd",
     cites=(
@@ -308,13 +341,30 @@ ENCODER_READY_BEFORE_CARD = KnownViolation(
     ),
 )
 
+# Finding 21: before 1.5 the encoder never says ready with the canary on: its generate endpoint
+# has no health-check payload, and those releases start every endpoint not ready and let only
+# a canary or a request's success mark it (upstream #8592, fixed by 1.5.1).
+ENCODER_NEVER_READY = KnownViolation(
+    kind=NEVER_READY,
+    dynamo_versions=("1.3.1", "1.4.2"),
+    reason="Dynamo before 1.5, with the canary on, keeps an endpoint without a health-check "
+    "payload not ready: the multimodal encoder serves (its requests succeed) while its /health "
+    "answers 503 for its whole life",
+    cites=(
+        "dynamo/sglang/init_multimodal.py (1.3.1: init_multimodal_encode_worker, "
+        "serve_endpoint at line 83 without health_check_payload)",
+        "ai-dynamo/dynamo#8592 (an endpoint without payload stays NotReady with the canary on)",
+    ),
+)
+
 # Finding 15: the multimodal PD, prefill and decode workers of 1.6.1 hand the runtime the LLM
 # canaries (flat token ids), which their handlers' request models refuse; the handlers answer
 # the error as a response, so the runtime logs a success and the workers stay ready.
 MM_CANARY_REJECTED = KnownViolation(
     kind=CANARY_REJECTED,
-    dynamo_versions=("1.6.1",),
-    reason="Dynamo 1.6.1's multimodal workers send the LLM health-check payloads "
+    # 1.3.1-1.5.1: the same payloads (1.5.1: init_multimodal.py lines 163-165 and 230)
+    dynamo_versions=("1.3.1", "1.4.2", "1.5.1", "1.6.1"),
+    reason="Dynamo 1.3.1 to 1.6.1's multimodal workers send the LLM health-check payloads "
     "(SglangHealthCheckPayload, SglangDisaggHealthCheckPayload, SglangPrefillHealthCheckPayload: "
     "flat token_ids) to handlers that validate a wrapped SglangMultimodalRequest / "
     "DisaggSglangMultimodalRequest ('request: Field required'), and the handlers answer the "
@@ -381,7 +431,7 @@ MM_ENCODE_PD = Topology(
             ),
         )
     ),
-    known_violations=(MM_CANARY_REJECTED, ENCODER_READY_BEFORE_CARD),
+    known_violations=(MM_CANARY_REJECTED, ENCODER_READY_BEFORE_CARD, ENCODER_NEVER_READY),
 )
 
 MM_ENCODE_P_D = Topology(
@@ -486,6 +536,7 @@ MM_ENCODE_P_D = Topology(
         ),
         MM_CANARY_REJECTED,
         ENCODER_READY_BEFORE_CARD,
+        ENCODER_NEVER_READY,
     ),
 )
 
@@ -810,6 +861,21 @@ LORA_WITHOUT_GENERATE_CAPABILITY = KnownViolation(
         "ai-dynamo/dynamo#14862 (LoRA cards registered without the base's runtime data)",
     ),
 )
+# Finding 22: on 1.4.2, unloading a LoRA from the prefill worker deactivates the base model's
+# prefill router: the next chat for the base model goes to the decode worker alone, which
+# refuses it without bootstrap_info (500).
+LORA_UNLOAD_DEACTIVATES_PREFILL = KnownViolation(
+    kind=BAD_RESPONSE,
+    dynamo_versions=("1.4.2",),
+    reason="Dynamo 1.4.2's frontend, removing the LoRA's prefill worker set at unload, logs "
+    "'Prefill router deactivated (all prefill workers removed)' for the base model: the base "
+    "model's next chat reaches the decode worker without bootstrap_info and answers 500 "
+    "('bootstrap_info is required for disaggregated decode')",
+    cites=(
+        "lib/llm/src/kv_router/prefill_router (1.4.2: activation on worker-set removal)",
+        "dynamo/sglang/request_handlers/llm/decode_handler.py (1.4.2: generate line 383)",
+    ),
+)
 LORA_P_D = Topology(
     name="lora-p-d",
     eras=eras.LORA_P_D_ERAS,
@@ -820,7 +886,7 @@ LORA_P_D = Topology(
     requests=("chat",),
     gpu=DISAGGREGATED.gpu,
     assets=("lora",),
-    known_violations=(LORA_WITHOUT_GENERATE_CAPABILITY,),
+    known_violations=(LORA_WITHOUT_GENERATE_CAPABILITY, LORA_UNLOAD_DEACTIVATES_PREFILL),
 )
 
 # Before 1.1, Dynamo's GET /v1/models answered each model as {"object": "object"} with no
@@ -838,10 +904,20 @@ OLD_RELEASE_LISTING = KnownViolation(
 )
 
 
+# The older releases whose readiness contract was measured (each one's workers run with the
+# operator's settings: /health with the endpoint list, the canary, the frontend's /ready): what
+# they get wrong is declared above per topology (findings 20-22). 1.0.2-1.2.1 are not: their
+# frontends have no /v1/models/{model}/ready (404 "Model not found"; measured on 1.1.1 and
+# 1.2.1) and their canaries differ (findings.md, "Readiness across releases").
+READINESS_RELEASES = ">=1.3,<1.6"
+
+
 def _with_release_wide(topology: Topology) -> Topology:
     """Every topology carries the known violations of a release's frontend, not of a mode."""
     known = (*topology.known_violations, OLD_RELEASE_LISTING)
-    return dataclasses.replace(topology, known_violations=known)
+    return dataclasses.replace(
+        topology, known_violations=known, readiness_releases=READINESS_RELEASES
+    )
 
 
 CATALOGUE: tuple[Topology, ...] = tuple(

@@ -222,3 +222,36 @@ def test_each_init_function_hands_serve_endpoint_the_payload_named_for_it():
         assert (payload.cls in named[path]) if payload else not named[path], (path, named[path])
     decode = payload_for(("init_decode",), ("--disaggregation-mode", "decode"))
     assert decode is not None and decode.cls in named["init_decode"]
+
+
+@pytest.mark.parametrize(
+    ("release", "expected"),
+    [
+        ("1.0.2", "SglangHealthCheckPayload"),
+        ("1.5.1", "SglangHealthCheckPayload"),
+        ("1.6.1", "SglangEmbeddingHealthCheckPayload"),
+        (None, "SglangEmbeddingHealthCheckPayload"),
+    ],
+)
+def test_an_older_release_is_judged_by_the_payload_it_builds(release, expected):
+    """Before 1.6 init_embedding built the generate-shaped canary (#14680): the message says
+    what that release hands serve_endpoint, not what 1.6.1 does."""
+    payload = payload_for(("init_embedding",), (), release)
+    assert payload is not None and payload.cls == expected
+
+
+@pytest.mark.nightly
+@pytest.mark.parametrize("release", ["1.0.2", "1.1.1", "1.2.1", "1.3.1", "1.4.2", "1.5.1"])
+def test_the_older_payloads_are_what_each_built_release_builds(release):
+    """Each built release's init_embedding.py against the table (bash ci/setup.sh --dynamo)."""
+    from discovery_harness.history.run import DEFAULT_ENVS
+
+    pattern = f"dynamo-{release}/lib/python3*/site-packages/dynamo/sglang/init_embedding.py"
+    found = sorted(DEFAULT_ENVS.glob(pattern))
+    if not found:
+        pytest.skip(f"not built here: bash ci/setup.sh --dynamo {release}")
+    tree = ast.parse(found[0].read_text())
+    built = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name) and n.func.id.endswith("HealthCheckPayload")}
+    payload = payload_for(("init_embedding",), (), release)
+    assert payload is not None and built == {payload.cls}, built

@@ -69,6 +69,18 @@ def test_a_release_keeps_the_known_violations_declared_for_it():
     assert sum(k.applies_to(OWN) for k in epd.for_release(OWN).known_violations) == 4
 
 
+def test_readiness_is_judged_on_the_releases_it_was_measured_on():
+    """The operator's settings and the readiness verdict on 1.5.1 (measured, its faults
+    declared), not on releases outside the declared range."""
+    aggregated = CATALOGUE.topology("aggregated")
+    assert aggregated.for_release("1.5.1").health_judged
+    assert not aggregated.for_release("0.7.1").health_judged
+    assert aggregated.for_release(OWN).health_judged
+    embedding = CATALOGUE.topology("embedding").for_release("1.5.1")
+    kinds = {k.kind for k in embedding.known_violations}
+    assert kinds >= {"canary-rejected", "unready-after-ready"}
+
+
 @pytest.mark.parametrize("release", OLDER_RELEASES)
 def test_every_release_has_a_contract_for_the_core_topologies(release: str):
     for name in CORE:

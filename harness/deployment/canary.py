@@ -19,6 +19,7 @@ from discovery_harness.judge import canary
 from discovery_harness.judge.canary import CanaryLog, CanaryPayload
 from discovery_harness.model.violations import Violation
 from discovery_harness.processes.managed import without_colours
+from discovery_harness.runtime import dynamo_env
 from discovery_harness.runtime.launch import CANARY_WAIT_S
 
 # 1.6.1's DYN_HEALTH_CHECK_REQUEST_TIMEOUT default (3 s) after the idle wait, and a margin
@@ -31,7 +32,7 @@ def payload_of(worker: Worker) -> CanaryPayload | None:
     """The payload its mode sends, if it serves a generate endpoint with one."""
     if worker.expected is None and not worker.internal_endpoint:
         return None  # a multi-node follower, a gateway leader alone: nothing served
-    return canary.payload_for(worker.start_paths, worker.spec.flags)
+    return canary.payload_for(worker.start_paths, worker.spec.flags, dynamo_env.active().version)
 
 
 def observe(worker: Worker) -> CanaryLog:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
 
+from packaging.specifiers import SpecifierSet
+
 from discovery_harness.judge.checks import GENERATE_ENDPOINT, WorkerView, named
 from discovery_harness.model.violations import CANARY_NEVER_RAN, CANARY_REJECTED, Violation
 
@@ -113,17 +115,30 @@ _BY_START_PATH: dict[str, str | None] = {
     "init_video_diffusion": "VideoGenerationHealthCheckPayload",
     "init_multimodal_encode_worker": None,
 }
+# Where an older release builds another payload than 1.6.1 for a start path (read from each
+# release's own init_*.py): (start path, releases, payload class).
+_OLDER_PAYLOADS: tuple[tuple[str, str, str], ...] = (
+    # ai-dynamo#14680: init_embedding handed serve_endpoint the generate-shaped payload
+    # (1.1.1: init_embedding.py line 44; 1.5.1: line 72), fixed in 1.6.
+    ("init_embedding", ">=1.0,<1.6", "SglangHealthCheckPayload"),
+)
 _DECODE_MODE = ("--disaggregation-mode", "decode")
 
 
-def payload_for(start_paths: Sequence[str], flags: Sequence[str]) -> CanaryPayload | None:
-    """The canary payload a worker's mode builds: the last start path that serves decides
-    (a gateway's children, not its leader); a decode worker of a disaggregated pair sends
-    the disaggregated payload (init_decode / init_multimodal_worker in DECODE mode)."""
+def payload_for(
+    start_paths: Sequence[str], flags: Sequence[str], release: str | None = None
+) -> CanaryPayload | None:
+    """The canary payload a worker's mode builds (in `release`; None: as 1.6.1 does): the
+    last start path that serves decides (a gateway's children, not its leader); a decode
+    worker of a disaggregated pair sends the disaggregated payload (init_decode /
+    init_multimodal_worker in DECODE mode)."""
     serving = [p for p in start_paths if p in _BY_START_PATH]
     if not serving or _BY_START_PATH[serving[-1]] is None:
         return None
     cls = _BY_START_PATH[serving[-1]]
+    for path, releases, older in _OLDER_PAYLOADS:
+        if release and path == serving[-1] and SpecifierSet(releases).contains(release, True):
+            cls = older
     pairs = list(pairwise(flags))
     if cls == "SglangHealthCheckPayload" and _DECODE_MODE in pairs:
         cls = "SglangDisaggHealthCheckPayload"

@@ -241,6 +241,11 @@ class Topology:
     # Asset keys the scenario uses besides its workers' models (a LoRA adapter it loads at
     # runtime): fetched and required like the models on the GPU tier.
     assets: tuple[str, ...] = ()
+    # Older releases whose readiness contract (workers' /health with the operator's settings,
+    # the canary, the frontend's /ready) was measured: their workers run with those settings
+    # and are judged by it, what they get wrong declared as known violations (a PEP 440
+    # range; "": none). Releases outside it run as their history was measured.
+    readiness_releases: str = ""
 
     @property
     def asset_keys(self) -> tuple[str, ...]:
@@ -264,6 +269,10 @@ class Topology:
             )
         if era.unsupported:
             raise UnsupportedRelease(f"{self.name} on ai-dynamo {version}: {era.unsupported}")
+        if self.readiness_releases and SpecifierSet(self.readiness_releases).contains(
+            version, True
+        ):
+            era = dataclasses.replace(era, health_judged=True)
         return dataclasses.replace(
             self,
             workers=era.workers or tuple(map(era.shape, self.workers)),
