@@ -190,6 +190,30 @@ def test_exit_right_after_registering_is_caught(deploy):
 def test_handler_error_is_caught_as_an_error_for_a_listed_model(deploy):
     failure = _deploy_and_verify(deploy, AGGREGATED, faults={"worker": "handler-error"})
     assert "-> 500" in _only_message(failure, BAD_RESPONSE)
+    # Never served at readiness: the last refused probe's cause, from both sides.
+    evidence = failure.find(BAD_RESPONSE)[0].evidence
+    assert "served by worker 'worker' (pid " in evidence
+    assert "RuntimeError: injected handler fault" in evidence
+
+
+@pytest.mark.pre_merge
+@pytest.mark.timeout(240)
+def test_a_failed_answer_carries_its_cause_from_the_frontend_and_the_serving_worker(deploy):
+    """A handler that fails only on real requests (its canary succeeds, the worker stays
+    ready): the failure shows the frontend's error line for that request, the worker it
+    routed to by role and pid, and that worker's traceback; the violation's line stays short."""
+    failure = _deploy_and_verify(deploy, AGGREGATED, faults={"worker": "request-error"})
+    (violation,) = failure.find(BAD_RESPONSE)
+    assert "-> 500" in violation.message and "Traceback" not in violation.message
+    evidence = violation.evidence
+    assert "x-request-id harness-" in evidence
+    assert "the frontend's lines for this request" in evidence
+    assert "ERROR" in evidence.split("served by")[0]  # the frontend's own error line
+    worker = failure_worker = AGGREGATED.workers[0].role
+    assert f"served by worker '{failure_worker}' (pid " in evidence, worker
+    assert "Traceback (most recent call last)" in evidence
+    assert "RuntimeError: injected fault on a real request" in evidence
+    assert "full logs: frontend " in evidence
 
 
 @pytest.mark.nightly

@@ -28,6 +28,7 @@ FAULTS = (
     "wrong-worker-type",
     "exit-after-registration",
     "handler-error",
+    "request-error",
     "no-topology",
     "advertise-internal",
     "register-anyway",
@@ -49,6 +50,8 @@ FAULT_ENV, FAULT_DELAY_ENV = "HARNESS_FAULT", "HARNESS_FAULT_DELAY"
 _installed: list[str] = []  # the fault installed in this process, once
 EXIT_AFTER_REGISTRATION_CODE = 17
 HANDLER_ERROR_MESSAGE = "injected handler fault"
+REQUEST_ERROR_MESSAGE = "injected fault on a real request"
+REAL_REQUESTS_SERVED = 1  # request-error: the readiness probe is served, later ones fail
 UNREADY_REQUESTS = 1  # refused by a worker that registered before it could serve
 # An endpoint no worker serves, required for /health ready by never-ready.
 NEVER_SERVED_ENDPOINT = "harness_never_served"
@@ -231,6 +234,28 @@ def _break_handlers() -> None:
     _replace_generates(lambda _real: failing_generate)
 
 
+def _break_real_requests() -> None:
+    """The handler serves its first real request (the harness's readiness probe) and its
+    canaries, and raises for every later real request: the worker stays ready while clients
+    get 500 (the shape of a handler that fails only on what the frontend sends)."""
+    served = [0]
+
+    def failing(real: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(real)  # Dynamo reads the handler's signature to decide what it passes
+        async def generate(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+            from_frontend = isinstance(request, dict) and "model" in request  # no canary has it
+            if from_frontend and served[0] >= REAL_REQUESTS_SERVED:
+                _announce("request-error", f"{type(self).__name__}.generate raises")
+                raise RuntimeError(REQUEST_ERROR_MESSAGE)
+            served[0] += from_frontend
+            async for item in real(self, request, *args, **kwargs):
+                yield item
+
+        return generate
+
+    _replace_generates(failing)
+
+
 def _unready_handlers() -> None:
     """Registered before able to serve: the worker's first UNREADY_REQUESTS requests raise
     Dynamo's WorkerUnavailable (the frontend answers 503), later ones are served."""
@@ -372,6 +397,8 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
         _patch_register(_exit_after)
     elif fault == "handler-error":
         _break_handlers()
+    elif fault == "request-error":
+        _break_real_requests()
     elif fault == "unready-after-registration":
         _unready_handlers()
     elif fault == "never-ready":

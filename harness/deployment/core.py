@@ -18,6 +18,7 @@ from typing import Any, Self
 
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.deployment import (
+    answer_cause,
     canary,
     diagnosis,
     frontend_agreement,
@@ -228,7 +229,11 @@ class Deployment(DeploymentQueries):
             if not w.proc.alive() and w.role not in found_exits
         ]
         misfits = [v for v in violations if v.kind == MISFIT]
-        return misfits or violations  # a pair that cannot run: that, not what followed
+        if misfits:
+            return misfits  # a pair that cannot run: that, not what followed
+        failed = answer_cause.last_failed_probe(self.client.exchanges)
+        frontend = self.processes.frontend
+        return answer_cause.with_evidence(violations, failed, frontend, self.roster(), state)
 
     def _health(self, kinds: tuple[str, ...]) -> list[Violation]:
         """The readiness contract's violations of `kinds` (discovery_harness.judge.health)."""
@@ -300,7 +305,7 @@ class Deployment(DeploymentQueries):
         now = self.discovery_now()  # etcd read once for the verdict's checks
         violations += self.self_description.verdict(self.roster(), now)
         violations += canary.violations(self.workers, self.canary_waited)
-        return violations + judged.after_ready(
+        violations += judged.after_ready(
             now,
             self.namespace,
             self.model_name,
@@ -310,6 +315,9 @@ class Deployment(DeploymentQueries):
             self.replies,
             self.frontend_log.text(),
         )
+        failed = answer_cause.failed_after_ready(self.client.exchanges)
+        frontend = self.processes.frontend
+        return answer_cause.with_evidence(violations, failed, frontend, self.roster(), now)
 
     def _set_aside_known(
         self, violations: list[Violation], known: tuple[tuple[Violation, str], ...] = ()

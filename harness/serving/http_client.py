@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -25,11 +26,23 @@ class Exchange:
     status: int
     body: str
     after_ready: bool
+    # The id the harness sent as x-request-id (the frontend's own, if it answered another):
+    # what finds the request's lines in the frontend's log and its worker.
+    request_id: str = ""
+    sent_at: float = 0.0  # wall time the request went out (wall_time: its answer)
 
     def describe(self) -> str:
         stamp = time.strftime("%H:%M:%S", time.localtime(self.wall_time))
         frac = f"{self.wall_time % 1:.3f}"[1:]
         return f"{stamp}{frac} {self.method} {self.path} -> {self.status}: {self.body[:300]}"
+
+
+REQUEST_ID_HEADER = "x-request-id"
+
+
+def new_request_id() -> str:
+    """A request id the harness can find again in every log (it says whose it is)."""
+    return f"harness-{uuid.uuid4().hex[:20]}"
 
 
 class RecordingClient:
@@ -51,15 +64,29 @@ class RecordingClient:
     def ready(self) -> bool:
         return self._ready_at is not None
 
-    def _record(self, method: str, path: str, status: int, body: str) -> None:
+    def _record(
+        self, method: str, path: str, status: int, body: str, request_id: str, sent_at: float
+    ) -> None:
         with self._lock:
             self.exchanges.append(
-                Exchange(time.time(), method, path, status, body, after_ready=self.ready)
+                Exchange(
+                    time.time(),
+                    method,
+                    path,
+                    status,
+                    body,
+                    after_ready=self.ready,
+                    request_id=request_id,
+                    sent_at=sent_at,
+                )
             )
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        reply = self._client.request(method, path, **kwargs)
-        self._record(method, path, reply.status_code, reply.text)
+        request_id, sent_at = new_request_id(), time.time()
+        headers = {**kwargs.pop("headers", {}), REQUEST_ID_HEADER: request_id}
+        reply = self._client.request(method, path, headers=headers, **kwargs)
+        answered = reply.headers.get(REQUEST_ID_HEADER, request_id)
+        self._record(method, path, reply.status_code, reply.text, answered, sent_at)
         return reply
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
@@ -72,15 +99,18 @@ class RecordingClient:
         """POST a streaming request; return the status and the decoded `data:` events."""
         events: list[dict[str, Any]] = []
         raw: list[str] = []
-        with self._client.stream("POST", path, json=payload) as reply:
+        request_id, sent_at = new_request_id(), time.time()
+        headers = {REQUEST_ID_HEADER: request_id}
+        with self._client.stream("POST", path, json=payload, headers=headers) as reply:
             status = reply.status_code
+            request_id = reply.headers.get(REQUEST_ID_HEADER, request_id)
             for line in _lines(reply):
                 raw.append(line)
                 if line.startswith("data:"):
                     data = line[len("data:") :].strip()
                     if data and data != "[DONE]":
                         events.append(json.loads(data))
-        self._record("POST", path + " (stream)", status, "\n".join(raw))
+        self._record("POST", path + " (stream)", status, "\n".join(raw), request_id, sent_at)
         return status, events
 
     def after_ready(self, status: int) -> list[Exchange]:

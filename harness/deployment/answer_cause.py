@@ -1,0 +1,76 @@
+"""The evidence of a deployment's failed answers (harness/judge/answer_evidence.py), put
+under the violations about answers: the frontend's lines for each request, its routing
+changes just before, the worker that served it (role, pid, from etcd) and that worker's
+errors. A violation's line stays as it is (a known violation's too): the cause goes in its
+evidence."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from discovery_harness.deployment.roster import Roster
+from discovery_harness.discovery.observer import DiscoveryState
+from discovery_harness.judge.answer_evidence import ServingWorker, render_all
+from discovery_harness.model.violations import BAD_RESPONSE, STATUS_503, Violation
+from discovery_harness.processes.managed import without_colours
+from discovery_harness.runtime.frontend import Frontend
+from discovery_harness.serving.http_client import Exchange
+
+ANSWER_KINDS = (STATUS_503, BAD_RESPONSE)
+
+
+def with_evidence(
+    violations: list[Violation],
+    failed: Sequence[Exchange],
+    frontend: Frontend | None,
+    roster: Roster,
+    state: DiscoveryState,
+) -> list[Violation]:
+    """`violations`, each about answers with the cause of its `failed` answers (a 503
+    violation: the 503s, another: the rest) as evidence. The frontend's whole log is read:
+    each request's lines are found by its own id."""
+    if not failed or frontend is None or not any(v.kind in ANSWER_KINDS for v in violations):
+        return violations
+    frontend_log = frontend.proc.log_path
+    frontend_lines = without_colours(frontend.log_since(0)).splitlines()
+    workers = serving_workers(roster, state)
+    found = []
+    for violation in violations:
+        if violation.kind not in ANSWER_KINDS:
+            found.append(violation)
+            continue
+        mine = [e for e in failed if (e.status == 503) == (violation.kind == STATUS_503)]
+        if not mine:
+            found.append(violation)
+            continue
+        cause = render_all(mine, frontend_lines, workers, frontend_log)
+        evidence = "\n".join(part for part in (violation.evidence, cause) if part)
+        found.append(dataclasses.replace(violation, evidence=evidence))
+    return found
+
+
+def serving_workers(roster: Roster, state: DiscoveryState) -> list[ServingWorker]:
+    """Each worker with its instance ids in etcd (what the frontend's worker_id names)."""
+    workers = []
+    for worker in roster.workers:
+        records = roster.records(state, worker)
+        workers.append(
+            ServingWorker(
+                role=worker.role,
+                pid=worker.pid,
+                instance_ids=frozenset(i.instance_id for i in records.instances),
+                log_lines=tuple(without_colours(worker.proc.log_text()).splitlines()),
+                log_path=worker.proc.log_path,
+            )
+        )
+    return workers
+
+
+def failed_after_ready(exchanges: Sequence[Exchange]) -> list[Exchange]:
+    return [e for e in exchanges if e.after_ready and e.status >= 400]
+
+
+def last_failed_probe(exchanges: Sequence[Exchange]) -> list[Exchange]:
+    """The last failed answer before readiness (what "never served" quotes)."""
+    return [e for e in exchanges if not e.after_ready and e.status >= 400][-1:]
