@@ -32,6 +32,7 @@ from discovery_harness.model.violations import (
     READY_BEFORE_CARD,
     READY_BUT_MUST_NOT,
     REGISTERED_UNEXPECTEDLY,
+    STAND_IN_FAILED,
     STATUS_503,
     WORKER_EXITED,
     WRONG_CARD,
@@ -323,6 +324,20 @@ def test_a_lora_card_left_after_unload_is_caught(deploy):
     message = _only_message(failure.value, REGISTERED_UNEXPECTEDLY, "decode")
     assert "still has a card for LoRA 'harness-lora' after unload_lora" in message
     assert not failure.value.find(REGISTERED_UNEXPECTEDLY, "prefill")
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(240)
+def test_a_stand_in_that_breaks_a_lora_update_is_the_harnesss_failure(deploy):
+    """The harness's own stand-in failing where Dynamo calls it is reported as a harness
+    error pointing at the stand-in, never as Dynamo's lora-refused."""
+    deployment = deploy(LORA_P_D, faults={"decode": "stand-in-lora-broken"})
+    with pytest.raises(ContractFailure) as failure:
+        runtime_cycle(deployment)
+    assert not failure.value.find(LORA_REFUSED, "decode")
+    message = _only_message(failure.value, STAND_IN_FAILED, "decode")
+    assert message.startswith("harness error, not Dynamo's: the CPU stand-in CpuTokenizerManager")
+    assert "python -m discovery_harness_workers.drift" in message
 
 
 @pytest.mark.nightly

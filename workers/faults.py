@@ -35,6 +35,7 @@ FAULTS = (
     "lora-as-chat",
     "lora-card-stays",
     "lora-unload-drops-base",
+    "stand-in-lora-broken",
     "unready-after-registration",
     "never-ready",
     "ready-before-card",
@@ -214,6 +215,17 @@ def _lora_unload_drops_base() -> None:
         return result
 
     handler_base.unregister_llm = and_the_base
+
+
+def _stand_in_lora_broken() -> None:
+    """Not a Dynamo fault: the harness's own stand-in loses its LoRA bookkeeping (as the
+    legacy one did before it called init_lora), so a LoRA load fails inside the stand-in."""
+    from discovery_harness_workers.stand_in_generation import StandInGeneration
+
+    def skipped(self: Any) -> None:
+        _announce("stand-in-lora-broken", f"{type(self).__name__} without LoRA bookkeeping")
+
+    StandInGeneration.init_stand_in_lora = skipped  # type: ignore[method-assign]
 
 
 def _replace_generates(replace: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -422,6 +434,8 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
         _lora_card_stays()
     elif fault == "lora-unload-drops-base":
         _lora_unload_drops_base()
+    elif fault == "stand-in-lora-broken":
+        _stand_in_lora_broken()
     elif fault == "metrics-label":
         _foreign_metrics_label()
     elif fault == "lora-card-bare":

@@ -29,6 +29,7 @@ from discovery_harness.history.stability import (
     judge_stably,
 )
 from discovery_harness.model.violations import MISFIT as MISFIT_KIND
+from discovery_harness.model.violations import STAND_IN_FAILED
 from discovery_harness.runtime import dynamo_src, gpus
 
 MISFIT, ERROR = "misfit", "error"
@@ -88,6 +89,9 @@ def violation_keys(findings: dict[str, ItemFindings]) -> frozenset[str]:
         misfits = [v for v in item.violations if v.get("kind") == MISFIT_KIND]
         if misfits:
             raise Unjudgeable(MISFIT, str(misfits[0].get("message", "")).splitlines()[0])
+        own = [v for v in item.violations if v.get("kind") == STAND_IN_FAILED]
+        if own:  # the harness's stand-in failed: the commit cannot be judged by this run
+            raise Unjudgeable(ERROR, str(own[0].get("message", "")).splitlines()[0])
         keys |= finding_keys(topology, item)
     return frozenset(keys)
 

@@ -46,6 +46,7 @@ from discovery_harness.discovery.observer import DiscoveryObserver
 from discovery_harness.discovery.sources import FileSource
 from discovery_harness.judge import deployment as judged
 from discovery_harness.judge.verdict import Verdict, set_aside_known
+from discovery_harness.model import stand_in_blame
 from discovery_harness.model.events import Events
 from discovery_harness.model.topology import Scenario, Topology, WorkerSpec
 from discovery_harness.model.violations import (
@@ -325,6 +326,7 @@ class Deployment(DeploymentQueries):
         """Set aside the violations this Dynamo release is declared to show (strict: not for
         the roles given a fault, or for any role when none is)."""
         release = dynamo_env.active().version  # the release the run drives
+        violations = stand_in_blame.reclassify(violations)  # the harness's own, never set aside
         known_here = self.topology.known_violations
         strict = (frozenset(self.plan.faults) or True) if self.plan.strict else False
         verdict = set_aside_known(violations, known_here, release, strict, self.events)

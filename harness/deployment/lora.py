@@ -22,6 +22,7 @@ from discovery_harness.deployment.worker import Worker
 from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.judge.checks import WorkerView, compare_card, named
 from discovery_harness.model.records import ModelCard
+from discovery_harness.model.stand_in_blame import reclassify
 from discovery_harness.model.violations import (
     LORA_LEFT_BEHIND,
     LORA_REFUSED,
@@ -134,8 +135,8 @@ class LoraControl:
             for answer in self.answers
             if not answer.ok
         ]
-        if refused:
-            raise ContractFailure(self.deployment.topology.name, refused)
+        if refused:  # a stand-in's error passed on by Dynamo is the harness's
+            raise ContractFailure(self.deployment.topology.name, reclassify(refused))
 
     def settle(self, name: str, loaded: bool) -> None:
         """Wait until every worker has (or no longer has) its card for `name`, then check

@@ -53,6 +53,9 @@ def lora_shape(missing: list[str] | tuple[str, ...]) -> str:
 # --dynamo-src: the checkout's Python and the runtime under it disagree (a keyword the runtime
 # rejects at registration): not a violation of the code's contract, the pair cannot run.
 MISFIT = "checkout-runtime-misfit"
+# The harness's own CPU stand-in failed where Dynamo called it (model/stand_in_blame.py): a
+# harness error, never a Dynamo violation.
+STAND_IN_FAILED = "stand-in-failed"
 START_FAILED = (NEVER_REGISTERED, WORKER_EXITED, MISFIT)  # no card to judge the rest by
 
 
