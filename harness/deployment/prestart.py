@@ -12,29 +12,42 @@ the session's end like any other.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
 from discovery_harness.model.topology import Scenario
 
-if TYPE_CHECKING:
-    from discovery_harness.deployment.core import Deployment
-    from discovery_harness.deployment.stops import BackgroundStops
-
 PrestartKey = tuple[str, str, tuple[tuple[str, str], ...]]
 DEPTH = 4  # deployments started ahead of the running test
+
+
+class Startable(Protocol):
+    """What is started ahead: a deployment (this module need not know the class)."""
+
+    namespace: str
+
+    def start(self) -> object: ...
+
+    def stop(self) -> None: ...
+
+
+class Stops(Protocol):
+    def submit(self, name: str, stop: Callable[[], None]) -> None: ...
+
+
+D = TypeVar("D", bound=Startable)
 
 
 def key_of(scenario: Scenario, faults: Mapping[str, str]) -> PrestartKey:
     return (scenario.topology.name, scenario.placement.name, tuple(sorted(faults.items())))
 
 
-class Prestarts:
+class Prestarts(Generic[D]):
     """The deployments started ahead, by the scenario and faults they were started for."""
 
     def __init__(self) -> None:
-        self._waiting: dict[PrestartKey, Deployment] = {}
+        self._waiting: dict[PrestartKey, D] = {}
 
-    def ahead(self, key: PrestartKey, make: Callable[[], Deployment]) -> None:
+    def ahead(self, key: PrestartKey, make: Callable[[], D]) -> None:
         """Start a deployment for `key` unless one is waiting already. A start that fails
         here is dropped: the test that needs it starts its own and meets the failure."""
         if key in self._waiting:
@@ -47,10 +60,10 @@ class Prestarts:
             return
         self._waiting[key] = deployment
 
-    def take(self, key: PrestartKey) -> Deployment | None:
+    def take(self, key: PrestartKey) -> D | None:
         return self._waiting.pop(key, None)
 
-    def release(self, stops: BackgroundStops) -> None:
+    def release(self, stops: Stops) -> None:
         """Stop every deployment no test took (the session ends, or the selection changed)."""
         waiting, self._waiting = self._waiting, {}
         for deployment in waiting.values():

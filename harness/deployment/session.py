@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from discovery_harness.deployment.options import Settings
 from discovery_harness.deployment.prestart import Prestarts
@@ -31,7 +32,7 @@ class Session:
     progress_heartbeat_s: float = 30.0
     spawner: Zygote | None = None  # CPU tier: the worker template; None: fresh processes
     stops: BackgroundStops = field(default_factory=BackgroundStops)
-    prestarts: Prestarts = field(default_factory=Prestarts)  # started ahead of their tests
+    prestarts: Prestarts[Any] = field(default_factory=Prestarts)  # started ahead of their tests
 
     def __repr__(self) -> str:
         """Short: a failing test's traceback shows its fixtures' values."""
