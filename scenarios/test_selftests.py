@@ -151,6 +151,10 @@ def test_503_after_readiness_fails_with_the_503_listed(deploy):
         deployment.verify()
     message = _only_message(failure.value, STATUS_503)
     assert "POST /v1/chat/completions -> 503" in message
+    # The cause beside the answer: the frontend's own lines for that request, by its id.
+    evidence = failure.value.find(STATUS_503)[0].evidence
+    assert "-> 503" in evidence and "(x-request-id harness-" in evidence
+    assert "the frontend's lines for this request:\n    | " in evidence
 
 
 @pytest.mark.pre_merge
