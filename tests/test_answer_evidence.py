@@ -76,3 +76,26 @@ def test_an_answer_no_worker_served_says_so():
     unrouted = [line for line in FRONTEND if "Selected worker" not in line]
     text = render_all([_exchange()], unrouted, _workers())
     assert "served by: no worker named in the frontend's log for this request" in text
+    # 0.7.1's frontend logs no routing line: every worker with errors in the window is shown.
+    assert "worker 'decode' (pid 12) logged errors near the request" in text
+    assert "worker 'prefill'" not in text  # nothing in its log then
+
+
+def test_a_worker_log_without_stamps_near_the_request_shows_its_last_traceback():
+    """0.7.1's worker logs no line per request: its last traceback after its last stamp."""
+    unstamped = (
+        f"{T}000000Z  INFO main.worker: serving",
+        "Traceback (most recent call last):",
+        '  File "faults.py", line 261, in generate',
+        "RuntimeError: an older one",
+        "",
+        "Traceback (most recent call last):",
+        '  File "faults.py", line 261, in generate',
+        "RuntimeError: injected fault on a real request",
+        "HARNESS-FAULT request-error: DecodeWorkerHandler.generate raises",
+    )
+    workers = [ServingWorker("worker", 9, frozenset({5}), unstamped)]
+    unrouted = [line for line in FRONTEND if "Selected worker" not in line]
+    found = explain(_exchange(), unrouted, workers)
+    ((worker, lines),) = found.suspects
+    assert worker.role == "worker" and lines[-1] == "RuntimeError: injected fault on a real request"

@@ -54,6 +54,9 @@ class AnswerEvidence:
     state_changes: tuple[str, ...]
     served_by: ServingWorker | None
     worker_lines: tuple[str, ...]
+    # The frontend named no worker (releases before 1.x log no routing line at INFO): every
+    # worker that logged an error in the request's window, with those lines.
+    suspects: tuple[tuple[ServingWorker, tuple[str, ...]], ...] = ()
 
     def render(self, frontend_log: Path | None = None) -> str:
         e = self.exchange
@@ -64,6 +67,9 @@ class AnswerEvidence:
             parts.append(_block("the frontend's routing changes just before", self.state_changes))
         if self.served_by is None:
             parts.append("  served by: no worker named in the frontend's log for this request")
+            for worker, lines in self.suspects:
+                who = f"worker '{worker.role}' (pid {worker.pid})"
+                parts.append(_block(f"{who} logged errors near the request", lines))
         else:
             w = self.served_by
             who = f"worker '{w.role}' (pid {w.pid})"
@@ -107,8 +113,21 @@ def explain(
         if served is not None
         else []
     )
+    end = exchange.wall_time + WORKER_MARGIN_S
+    suspects: tuple[tuple[ServingWorker, tuple[str, ...]], ...] = ()
+    if served is None:
+        windows = ((w, tuple(_window_errors(w.log_lines, start, end))) for w in workers)
+        suspects = tuple((w, lines) for w, lines in windows if lines)
+        if not suspects:  # no stamped line near the request (0.7.1 logs none per request)
+            lasts = ((w, tuple(_last_unstamped_traceback(w.log_lines, end))) for w in workers)
+            suspects = tuple((w, lines) for w, lines in lasts if lines)
     return AnswerEvidence(
-        exchange, tuple([*routed[-1:], *severe]), tuple(changes), served, tuple(worker_lines)
+        exchange,
+        tuple([*routed[-1:], *severe]),
+        tuple(changes),
+        served,
+        tuple(worker_lines),
+        suspects,
     )
 
 
@@ -160,3 +179,26 @@ def _window_errors(lines: Sequence[str], start: float, end: float) -> list[str]:
             found.append(line)
             in_traceback = line.startswith(" ")  # the exception's own line ends it
     return found
+
+
+def _last_unstamped_traceback(lines: Sequence[str], end: float) -> list[str]:
+    """The last traceback printed after the log's last stamped line before `end` (a log
+    with no stamp around the request cannot place it better)."""
+    last_stamped = max(
+        (i for i, line in enumerate(lines) if (t := line_time(line)) is not None and t <= end),
+        default=-1,
+    )
+    later_stamped = [i for i, line in enumerate(lines) if line_time(line) is not None]
+    stop = next((i for i in later_stamped if i > last_stamped), len(lines))
+    starts = [i for i in range(last_stamped + 1, stop) if lines[i].startswith("Traceback")]
+    if not starts:
+        return []
+    block = [lines[starts[-1]]]
+    for line in lines[starts[-1] + 1 : stop]:
+        if not line.strip():
+            break
+        block.append(line)
+        if not line.startswith(" "):
+            break  # the exception's own line ends it
+    return block
+
