@@ -9,12 +9,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from discovery_harness.deployment.frontend_log import FrontendLogWindow
 from discovery_harness.deployment.roster import Roster
 from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.judge.answer_evidence import ServingWorker, render_all
 from discovery_harness.model.violations import BAD_RESPONSE, STATUS_503, Violation
 from discovery_harness.processes.managed import without_colours
-from discovery_harness.runtime.frontend import Frontend
 from discovery_harness.serving.http_client import Exchange
 
 ANSWER_KINDS = (STATUS_503, BAD_RESPONSE)
@@ -23,17 +23,19 @@ ANSWER_KINDS = (STATUS_503, BAD_RESPONSE)
 def with_evidence(
     violations: list[Violation],
     failed: Sequence[Exchange],
-    frontend: Frontend | None,
+    frontend_log: FrontendLogWindow,
     roster: Roster,
     state: DiscoveryState,
 ) -> list[Violation]:
     """`violations`, each about answers with the cause of its `failed` answers (a 503
-    violation: the 503s, another: the rest) as evidence. The frontend's whole log is read:
-    each request's lines are found by its own id."""
+    violation: the 503s, another: the rest) as evidence. The frontend's log is read only
+    here, where an answer failed: the deployment's window of it (each request's lines are
+    found by its own id)."""
+    frontend = frontend_log.frontend()
     if not failed or frontend is None or not any(v.kind in ANSWER_KINDS for v in violations):
         return violations
-    frontend_log = frontend.proc.log_path
-    frontend_lines = without_colours(frontend.log_since(0)).splitlines()
+    frontend_lines = without_colours(frontend_log.text()).splitlines()
+    frontend_path = frontend.proc.log_path
     workers = serving_workers(roster, state)
     found = []
     for violation in violations:
@@ -44,7 +46,7 @@ def with_evidence(
         if not mine:
             found.append(violation)
             continue
-        cause = render_all(mine, frontend_lines, workers, frontend_log)
+        cause = render_all(mine, frontend_lines, workers, frontend_path)
         evidence = "\n".join(part for part in (violation.evidence, cause) if part)
         found.append(dataclasses.replace(violation, evidence=evidence))
     return found

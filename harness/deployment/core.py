@@ -233,8 +233,9 @@ class Deployment(DeploymentQueries):
         if misfits:
             return misfits  # a pair that cannot run: that, not what followed
         failed = answer_cause.last_failed_probe(self.client.exchanges)
-        frontend = self.processes.frontend
-        return answer_cause.with_evidence(violations, failed, frontend, self.roster(), state)
+        return answer_cause.with_evidence(
+            violations, failed, self.frontend_log, self.roster(), state
+        )
 
     def _health(self, kinds: tuple[str, ...]) -> list[Violation]:
         """The readiness contract's violations of `kinds` (discovery_harness.judge.health)."""
@@ -317,8 +318,7 @@ class Deployment(DeploymentQueries):
             self.frontend_log.text(),
         )
         failed = answer_cause.failed_after_ready(self.client.exchanges)
-        frontend = self.processes.frontend
-        return answer_cause.with_evidence(violations, failed, frontend, self.roster(), now)
+        return answer_cause.with_evidence(violations, failed, self.frontend_log, self.roster(), now)
 
     def _set_aside_known(
         self, violations: list[Violation], known: tuple[tuple[Violation, str], ...] = ()

@@ -9,6 +9,7 @@ import re
 from discovery_harness.deployment.worker import Worker
 from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.judge import checks
+from discovery_harness.judge.answer_evidence import PROBE_ANSWER
 from discovery_harness.judge.checks import WorkerRecords
 from discovery_harness.model.violations import MISFIT, NEVER_REGISTERED, WORKER_EXITED, Violation
 from discovery_harness.processes.managed import without_colours
@@ -21,8 +22,6 @@ MATTERS = re.compile(
     r"HARNESS-FAULT|exit",
     re.IGNORECASE,
 )
-# The system server logs each 503 it answers (the harness's own /health reads) at ERROR.
-PROBE_ANSWER = re.compile(r"tower_http::trace::on_failure")
 EXCERPT_LINES = 15
 LAST_LINES = 3
 
@@ -47,7 +46,7 @@ def log_evidence(worker: Worker, lines: int = EXCERPT_LINES) -> str:
     everything = text.splitlines()
     # The lines that matter, then the last few (what it was doing when the harness looked).
     # The harness's own /health reads are no part of it; an injected fault's lines always are.
-    own = [i for i, line in enumerate(everything) if not PROBE_ANSWER.search(line)]
+    own = [i for i, line in enumerate(everything) if PROBE_ANSWER not in line]
     last = own[-LAST_LINES:]
     matching = [i for i in own if MATTERS.search(everything[i])]
     faults = [i for i in matching if "HARNESS-FAULT" in everything[i]][:LAST_LINES]

@@ -28,7 +28,9 @@ _STATE_CHANGE = re.compile(
     r"|Removing|deactivated|Rejected incompatible",
     re.IGNORECASE,
 )
-_PROBE_ANSWER = "tower_http::trace::on_failure"  # the system server's access line
+# The system server's access line for each error it answered (a worker's: the harness's own
+# /health reads while not ready; the frontend's: every failed request): never a cause.
+PROBE_ANSWER = "tower_http::trace::on_failure"
 STATE_WINDOW_S = 3.0  # how far back the frontend's state changes are looked for
 WORKER_MARGIN_S = 0.05  # the worker prints its traceback before the frontend answers
 MOST_LINES = 8
@@ -99,7 +101,7 @@ def explain(
     """What the logs say of one answer (lines without colours)."""
     rid = exchange.request_id
     mine = [line for line in frontend_lines if rid and rid in line]
-    severe = [line for line in mine if _SEVERE.search(line) and _PROBE_ANSWER not in line]
+    severe = [line for line in mine if _SEVERE.search(line) and PROBE_ANSWER not in line]
     routed = [line for line in mine if _ROUTED in line]
     start = exchange.sent_at or exchange.wall_time
     changes = [
@@ -108,12 +110,8 @@ def explain(
         if _STATE_CHANGE.search(line) and _within(line, start - STATE_WINDOW_S, start)
     ]
     served = _served_by(routed, workers)
-    worker_lines = (
-        _window_errors(served.log_lines, start, exchange.wall_time + WORKER_MARGIN_S)
-        if served is not None
-        else []
-    )
     end = exchange.wall_time + WORKER_MARGIN_S
+    worker_lines = _window_errors(served.log_lines, start, end) if served is not None else []
     suspects: tuple[tuple[ServingWorker, tuple[str, ...]], ...] = ()
     if served is None:
         windows = ((w, tuple(_window_errors(w.log_lines, start, end))) for w in workers)
@@ -170,7 +168,7 @@ def _window_errors(lines: Sequence[str], start: float, end: float) -> list[str]:
         stamp = line_time(line)
         if stamp is not None:
             inside, in_traceback = start - 0.05 <= stamp <= end, False
-            if inside and _SEVERE.search(line) and _PROBE_ANSWER not in line:
+            if inside and _SEVERE.search(line) and PROBE_ANSWER not in line:
                 found.append(line)
         elif inside and line.startswith("Traceback"):
             in_traceback = True
@@ -184,13 +182,10 @@ def _window_errors(lines: Sequence[str], start: float, end: float) -> list[str]:
 def _last_unstamped_traceback(lines: Sequence[str], end: float) -> list[str]:
     """The last traceback printed after the log's last stamped line before `end` (a log
     with no stamp around the request cannot place it better)."""
-    last_stamped = max(
-        (i for i, line in enumerate(lines) if (t := line_time(line)) is not None and t <= end),
-        default=-1,
-    )
-    later_stamped = [i for i, line in enumerate(lines) if line_time(line) is not None]
-    stop = next((i for i in later_stamped if i > last_stamped), len(lines))
-    starts = [i for i in range(last_stamped + 1, stop) if lines[i].startswith("Traceback")]
+    stamps = [line_time(line) for line in lines]
+    last = max((i for i, t in enumerate(stamps) if t is not None and t <= end), default=-1)
+    stop = next((i for i in range(last + 1, len(lines)) if stamps[i] is not None), len(lines))
+    starts = [i for i in range(last + 1, stop) if lines[i].startswith("Traceback")]
     if not starts:
         return []
     block = [lines[starts[-1]]]
@@ -201,4 +196,3 @@ def _last_unstamped_traceback(lines: Sequence[str], end: float) -> list[str]:
         if not line.startswith(" "):
             break  # the exception's own line ends it
     return block
-

@@ -132,12 +132,8 @@ def _start_upcoming(
         faults = _faults_for(scenario.topology, injected)
         session.prestarts.ahead(
             prestart.key_of(scenario, faults),
-            functools.partial(_deployment, scenario, session, faults),
+            functools.partial(Deployment, scenario, session, faults=faults),
         )
-
-
-def _deployment(scenario: Scenario, session: Session, faults: dict[str, str]) -> Deployment:
-    return Deployment(scenario, session, faults=faults)
 
 
 def _verdict_at_teardown(deployment: Deployment) -> ContractFailure | None:
