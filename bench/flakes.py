@@ -161,12 +161,15 @@ def _quoted(arg: str) -> str:
     return f'"{arg}"' if " " in arg else arg
 
 
-def _parse_suites(text: str) -> list[tuple[str, int]]:
+def _parse_suites(text: str, parser: argparse.ArgumentParser) -> list[tuple[str, int]]:
+    """NAME:RUNS,... into (suite, runs); a bad name or count is a usage error."""
     chosen = []
     for item in text.split(","):
         name, _, count = item.partition(":")
         if name not in SUITES:
-            raise SystemExit(f"unknown suite {name!r}: one of {', '.join(SUITES)}")
+            parser.error(f"unknown suite {name!r}: one of {', '.join(SUITES)}")
+        if count and not (count.isdigit() and int(count) > 0):
+            parser.error(f"suite {name!r}: runs must be a whole number above 0, not {count!r}")
         chosen.append((name, int(count or 10)))
     return chosen
 
@@ -177,11 +180,17 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=None, help="runs of the pytest args given")
     parser.add_argument("--write", action="store_true", help="figures into bench/RESULTS.md")
     args, pytest_args = parser.parse_known_args()
+    if args.runs is not None and args.runs < 1:
+        parser.error("--runs must be above 0")
     if pytest_args:
+        if args.suites:
+            parser.error("--suites or pytest arguments, not both")
         plan = [("given", args.runs or 10)]
         SUITES["given"] = pytest_args
+    elif args.runs is not None:
+        parser.error("--runs counts runs of the pytest arguments given after it; none given")
     else:
-        plan = _parse_suites(args.suites or DEFAULT_SUITES)
+        plan = _parse_suites(args.suites or DEFAULT_SUITES, parser)
     kept = Path(tempfile.mkdtemp(prefix="flakes-failed-"))
     results = Results("Flake budget: whole sessions in a row, every failure traced")
     tallies = []

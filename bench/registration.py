@@ -216,6 +216,9 @@ def main() -> None:
         help="where the dated figures are written (default bench/RESULTS.md; '' for nowhere)",
     )
     args = parser.parse_args()
+    unknown = [s for s in args.suites.split(",") if s and s not in SUITES]
+    if unknown:  # before minutes of starts, not after them
+        parser.error(f"--suites {', '.join(unknown)}: one of {', '.join(SUITES)}")
     install_cleanup_handlers()  # a bench stopped by SIGTERM leaves no process behind
     names = [t.name for t in CATALOGUE] if args.topologies == "all" else args.topologies.split(",")
     results = Results("Benchmark: worker starts, phases, detection latency, whole runs")

@@ -60,3 +60,17 @@ def test_the_phase_table_takes_each_phases_median_and_shows_a_missing_one_as_a_d
     assert results.lines[0].startswith("| topology | forked | instance | card | ready | listed |")
     row = "| lora-p-d | 0.03 s | - | 0.30 s | 0.35 s | 0.30 s | - | - | - | 5.40 s |"
     assert results.lines[-1] == row
+
+
+def test_the_flake_budgets_suites_are_parsed_and_a_bad_one_is_a_usage_error():
+    import argparse
+
+    from bench.flakes import _parse_suites
+
+    parser = argparse.ArgumentParser()
+    parsed = _parse_suites("canary-matrix:20,readme", parser)
+    assert parsed == [("canary-matrix", 20), ("readme", 10)]
+    for bad in ("nosuch:3", "readme:x", "readme:0"):
+        with pytest.raises(SystemExit) as usage:
+            _parse_suites(bad, parser)
+        assert usage.value.code == 2
