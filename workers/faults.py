@@ -19,6 +19,8 @@ from typing import Any
 
 from discovery_harness_workers.bad_answers import BAD_ANSWERS
 from discovery_harness_workers.bad_answers import install as install_bad_answer
+from discovery_harness_workers.bad_input_faults import BAD_INPUT_FAULTS
+from discovery_harness_workers.bad_input_faults import install as install_bad_input
 
 logger = logging.getLogger("discovery_harness_workers.faults")
 
@@ -44,6 +46,7 @@ FAULTS = (
     "metrics-label",
     "lora-card-bare",
     *BAD_ANSWERS,  # right registration, wrong answers (workers/bad_answers.py)
+    *BAD_INPUT_FAULTS,  # bad input answered wrong (workers/bad_input_faults.py)
 )
 # Set by the harness for the worker; its own python children (the gateway's) inherit them,
 # and their start-up hook installs the same fault (workers/startup/sitecustomize.py).
@@ -442,3 +445,5 @@ def install(fault: str | None, delay_s: float = 0.0) -> None:
         _bare_lora_card()
     elif fault in BAD_ANSWERS:
         install_bad_answer(fault, _replace_generates)
+    elif fault in BAD_INPUT_FAULTS:
+        install_bad_input(fault)

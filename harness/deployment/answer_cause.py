@@ -13,11 +13,23 @@ from discovery_harness.deployment.frontend_log import FrontendLogWindow
 from discovery_harness.deployment.roster import Roster
 from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.judge.answer_evidence import ServingWorker, render_all
-from discovery_harness.model.violations import BAD_RESPONSE, STATUS_503, Violation
+from discovery_harness.model.violations import (
+    BAD_INPUT_ANSWER,
+    BAD_RESPONSE,
+    STATUS_503,
+    Violation,
+)
 from discovery_harness.processes.managed import without_colours
 from discovery_harness.serving.http_client import Exchange
 
-ANSWER_KINDS = (STATUS_503, BAD_RESPONSE)
+ANSWER_KINDS = (STATUS_503, BAD_RESPONSE, BAD_INPUT_ANSWER)
+
+
+def _about(kind: str, exchange: Exchange) -> bool:
+    """Whether a failed answer belongs under a violation of `kind`."""
+    if kind == BAD_INPUT_ANSWER:
+        return exchange.bad_input
+    return not exchange.bad_input and (exchange.status == 503) == (kind == STATUS_503)
 
 
 def with_evidence(
@@ -37,18 +49,19 @@ def with_evidence(
     frontend_lines = without_colours(frontend_log.text()).splitlines()
     frontend_path = frontend.proc.log_path
     workers = serving_workers(roster, state)
-    found = []
+    found, shown = [], set()
     for violation in violations:
-        if violation.kind not in ANSWER_KINDS:
+        if violation.kind not in ANSWER_KINDS or violation.kind in shown:
             found.append(violation)
             continue
-        mine = [e for e in failed if (e.status == 503) == (violation.kind == STATUS_503)]
+        mine = [e for e in failed if _about(violation.kind, e)]
         if not mine:
             found.append(violation)
             continue
         cause = render_all(mine, frontend_lines, workers, frontend_path)
         evidence = "\n".join(part for part in (violation.evidence, cause) if part)
         found.append(dataclasses.replace(violation, evidence=evidence))
+        shown.add(violation.kind)  # once per kind: the next of its kind would repeat it
     return found
 
 
@@ -70,7 +83,8 @@ def serving_workers(roster: Roster, state: DiscoveryState) -> list[ServingWorker
 
 
 def failed_after_ready(exchanges: Sequence[Exchange]) -> list[Exchange]:
-    return [e for e in exchanges if e.after_ready and e.status >= 400]
+    """Every error answer after readiness; of a bad input, a 5xx only (its 4xx is right)."""
+    return [e for e in exchanges if e.after_ready and e.status >= (500 if e.bad_input else 400)]
 
 
 def last_failed_probe(exchanges: Sequence[Exchange]) -> list[Exchange]:

@@ -61,7 +61,7 @@ from discovery_harness.runtime import dynamo_env
 from discovery_harness.runtime.frontend import Frontend
 from discovery_harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S
 from discovery_harness.serving.http_client import RecordingClient
-from discovery_harness.serving.requests import Reply, send
+from discovery_harness.serving.requests import DECLARED, Reply, send
 from discovery_harness.serving.shapes import DEFAULT
 from discovery_harness.serving.worker_health import HealthWatch
 
@@ -242,9 +242,7 @@ class Deployment(DeploymentQueries):
         if not self.topology.health_judged:
             return []
         waited = f"{self.session.settings.card_grace:.0f} s after it registered and was served"
-        return health_verdict.violations(
-            self.health, self.observer, self.roster(), kinds, waited
-        )
+        return health_verdict.violations(self.health, self.observer, self.roster(), kinds, waited)
 
     def _serving(self) -> readiness.Serving:
         public = self.topology.public_workers
@@ -258,11 +256,13 @@ class Deployment(DeploymentQueries):
             log_tail=self.frontend_log.tail,
         )
 
-    def send(self, kind: str, model: str | None = None, shape: str = DEFAULT) -> Reply:
+    def send(
+        self, kind: str, model: str | None = None, shape: str = DEFAULT, purpose: str = DECLARED
+    ) -> Reply:
         """A request of `kind` in `shape` for the topology's model (or another name it serves,
         a LoRA), judged against the model its workers serve too."""
         facts = self.roster().served_model()
-        reply = send(kind, self.client, model or self.model_name, shape, facts)
+        reply = send(kind, self.client, model or self.model_name, shape, facts, purpose)
         self.replies.append(reply)
         return reply
 

@@ -2,6 +2,8 @@
 that need the deployment to act or to wait, so that the main job (`conformance`), `history`
 and `bisect` judge everything that applies to a topology in one deployment.
 
+- Bad input to every endpoint it serves (bad_input.prove): each answered 4xx, and the kind
+  still served right after.
 - A topology that carries a LoRA asset: the runtime cycle (lora.runtime_cycle).
 - Where the release runs the canary (its era's readiness settings): every worker whose mode
   builds a payload has had one come back from its own handler (a count read from its log,
@@ -14,7 +16,7 @@ judged by the verdict itself (Deployment.verify).
 
 from __future__ import annotations
 
-from discovery_harness.deployment import lora
+from discovery_harness.deployment import bad_input, lora
 from discovery_harness.deployment.canary import await_canaries
 from discovery_harness.deployment.core import Deployment
 
@@ -22,8 +24,10 @@ LORA_ASSET = "lora"
 
 
 def prove(deployment: Deployment) -> None:
-    """Run the topology's runtime cycle, then wait for every canary its workers owe."""
+    """Send its bad inputs, run the topology's runtime cycle, then wait for every canary its
+    workers owe."""
     topology = deployment.topology
+    bad_input.prove(deployment)
     if LORA_ASSET in topology.assets:
         lora.runtime_cycle(deployment)
     if topology.health_judged:

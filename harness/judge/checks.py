@@ -308,9 +308,10 @@ def _is_ip(text: str) -> bool:
 
 def bad_exchanges(exchanges: list[Exchange]) -> list[Violation]:
     """Any 503 after readiness, and any other 4xx or 5xx for the (listed) model: a declared
-    request answered 400 or 422 fails the verdict, not only the test's own assertion."""
+    request answered 400 or 422 fails the verdict, not only the test's own assertion. A bad
+    input's exchange is judged by its own rule (judge/bad_input.py)."""
     problems: list[Violation] = []
-    after = [e for e in exchanges if e.after_ready]
+    after = [e for e in exchanges if e.after_ready and not e.bad_input]
     unavailable = [e for e in after if e.status == 503]
     if unavailable:
         problems.append(

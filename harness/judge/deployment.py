@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from discovery_harness.discovery.observer import DiscoveryState
-from discovery_harness.judge import checks, incompatible
+from discovery_harness.judge import bad_input, checks, incompatible
 from discovery_harness.judge.checks import WorkerRecords, WorkerView
 from discovery_harness.model.contract import ExpectedCard
 from discovery_harness.model.records import Instance
 from discovery_harness.model.violations import BAD_CONTENT, LISTED_EARLY, Violation
 from discovery_harness.serving.http_client import Exchange
-from discovery_harness.serving.requests import Reply
+from discovery_harness.serving.requests import BAD_INPUT, Reply
 
 NOT_READY_STATUSES = (404, 503)  # "not ready yet" from the frontend; after listing, a fault
 
@@ -153,7 +153,9 @@ def after_ready(
     """What went wrong once the deployment was ready: refused or bad answers, workers the
     frontend rejected, and discovery's state now."""
     violations = checks.bad_exchanges(list(exchanges))
-    violations += [bad_answer(r, workers) for r in replies if not r.ok and r.status == 200]
+    answers = [r for r in replies if r.purpose != BAD_INPUT]
+    violations += [bad_answer(r, workers) for r in answers if not r.ok and r.status == 200]
+    violations += bad_input.violations(replies, *serving_role(workers))
     violations += incompatible.incompatible_workers(frontend_log, model_name)
     for worker in workers:
         records = worker_records(state, namespace, worker, workers)
@@ -165,17 +167,23 @@ def after_ready(
     return violations
 
 
-def bad_answer(reply: Reply, workers: Sequence[WorkerView]) -> Violation:
-    """A 200 whose answer breaks what its API promises, named by the worker that serves the
-    topology's public model (the role the frontend routes the request to)."""
+def serving_role(workers: Sequence[WorkerView]) -> tuple[str, str]:
+    """The worker that serves the topology's public model (the role the frontend routes its
+    requests to), and ` (with … behind it)` naming the rest."""
     public = [w.role for w in workers if w.expected is not None and w.expected.public]
     roles = public or [w.role for w in workers] or ["?"]
     behind = [w.role for w in workers if w.role != roles[0]]
-    pipeline = f" (with {', '.join(behind)} behind it)" if behind else ""
+    return roles[0], f" (with {', '.join(behind)} behind it)" if behind else ""
+
+
+def bad_answer(reply: Reply, workers: Sequence[WorkerView]) -> Violation:
+    """A 200 whose answer breaks what its API promises, named by the worker that serves the
+    topology's public model."""
+    role, pipeline = serving_role(workers)
     return Violation(
         BAD_CONTENT,
-        roles[0],
-        f"{reply.kind} answer (shape {reply.shape}) of worker '{roles[0]}'{pipeline} broke its "
+        role,
+        f"{reply.kind} answer (shape {reply.shape}) of worker '{role}'{pipeline} broke its "
         f"API: 200, but "
         f"{reply.problem}; {reply.describe()}",
         shape=reply.label,

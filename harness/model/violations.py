@@ -15,6 +15,9 @@ INCOMPATIBLE_WORKERS = "incompatible-workers"
 STATUS_503 = "503-after-ready"
 BAD_RESPONSE = "error-for-listed-model"
 BAD_CONTENT = "bad-response-content"
+# A malformed request answered other than a 4xx with an error body (a 5xx, a 200), or the
+# worker no longer serving its kind's ordinary request after it (serving/bad_input.py).
+BAD_INPUT_ANSWER = "bad-input-answer"
 NON_LOOPBACK = "non-loopback-address"
 REGISTERED_UNEXPECTEDLY = "registered-but-must-not"
 INTERFERENCE = "interference"

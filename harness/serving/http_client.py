@@ -30,6 +30,9 @@ class Exchange:
     # what finds the request's lines in the frontend's log and its worker.
     request_id: str = ""
     sent_at: float = 0.0  # wall time the request went out (wall_time: its answer)
+    # Malformed on purpose (serving/bad_input.py): its 4xx is the API's promise kept, judged
+    # there, not an error for a listed model.
+    bad_input: bool = False
 
     def describe(self) -> str:
         stamp = time.strftime("%H:%M:%S", time.localtime(self.wall_time))
@@ -65,7 +68,14 @@ class RecordingClient:
         return self._ready_at is not None
 
     def _record(
-        self, method: str, path: str, status: int, body: str, request_id: str, sent_at: float
+        self,
+        method: str,
+        path: str,
+        status: int,
+        body: str,
+        request_id: str,
+        sent_at: float,
+        bad_input: bool = False,
     ) -> None:
         with self._lock:
             self.exchanges.append(
@@ -78,22 +88,27 @@ class RecordingClient:
                     after_ready=self.ready,
                     request_id=request_id,
                     sent_at=sent_at,
+                    bad_input=bad_input,
                 )
             )
 
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def request(
+        self, method: str, path: str, *, bad_input: bool = False, **kwargs: Any
+    ) -> httpx.Response:
         request_id, sent_at = new_request_id(), time.time()
         headers = {**kwargs.pop("headers", {}), REQUEST_ID_HEADER: request_id}
         reply = self._client.request(method, path, headers=headers, **kwargs)
         answered = reply.headers.get(REQUEST_ID_HEADER, request_id)
-        self._record(method, path, reply.status_code, reply.text, answered, sent_at)
+        self._record(method, path, reply.status_code, reply.text, answered, sent_at, bad_input)
         return reply
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
         return self.request("GET", path, **kwargs)
 
-    def post_json(self, path: str, payload: dict[str, Any]) -> httpx.Response:
-        return self.request("POST", path, json=payload)
+    def post_json(
+        self, path: str, payload: dict[str, Any], *, bad_input: bool = False
+    ) -> httpx.Response:
+        return self.request("POST", path, json=payload, bad_input=bad_input)
 
     def stream_sse(self, path: str, payload: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
         """POST a streaming request; return the status and the decoded `data:` events."""

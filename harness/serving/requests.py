@@ -24,6 +24,11 @@ from discovery_harness.serving.media_server import image_url, png_bytes
 from discovery_harness.serving.model_facts import NO_FACTS, ModelFacts
 from discovery_harness.serving.shapes import DEFAULT, IMAGE_URL, LISTING, Shape, shape
 
+# Why a request was sent: one of the topology's declared requests (judged on its answer),
+# a malformed one (serving/bad_input.py: judged on its refusal), or the kind's default request
+# right after its bad inputs (the worker must still serve).
+DECLARED, BAD_INPUT, AFTER_BAD_INPUT = "declared", "bad-input", "after-bad-input"
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -32,7 +37,8 @@ class Reply:
     status: int
     problem: str | None  # None when the response is good
     body: str
-    shape: str = DEFAULT
+    shape: str = DEFAULT  # a bad input's name where purpose is BAD_INPUT
+    purpose: str = DECLARED
 
     @property
     def ok(self) -> bool:
@@ -230,6 +236,7 @@ def send(
     model: str,
     shape_name: str = DEFAULT,
     facts: ModelFacts = NO_FACTS,
+    purpose: str = DECLARED,
 ) -> Reply:
     """Send `kind` in the named shape and judge its answer (a non-200 only by its status)."""
     request = KINDS[kind](model, shape(kind, shape_name), facts)
@@ -244,9 +251,10 @@ def send(
             reply = client.post_json(request.path, request.payload)
         status, body, data = reply.status_code, reply.text, _json(reply.text)
     if status != 200:
-        return Reply(kind, request.path, status, f"status {status}", body, shape_name)
+        return Reply(kind, request.path, status, f"status {status}", body, shape_name, purpose)
     if request.json_object and not request.payload.get("stream") and not isinstance(data, dict):
         problems = ["the body is not a JSON object"]
     else:
         problems = request.judge(data, request.asked)
-    return Reply(kind, request.path, 200, "; ".join(problems) or None, body, shape_name)
+    problem = "; ".join(problems) or None
+    return Reply(kind, request.path, 200, problem, body, shape_name, purpose)
