@@ -32,6 +32,7 @@ from discovery_harness.model.violations import (
     Violation,
 )
 from discovery_harness.runtime.models import locate
+from discovery_harness.serving.requests import LORA_CYCLE
 
 LORA_TIMEOUT_S = 60.0
 LORA_NAME = "harness-lora"  # the adapter's served name in every runtime cycle
@@ -190,7 +191,7 @@ def runtime_cycle(deployment: Deployment, name: str = LORA_NAME) -> None:
     lora.check_answers()
     lora.settle(name, loaded=True)
     _await_listing(deployment, name, listed=True)
-    deployment.send("chat", model=name)
+    deployment.send("chat", model=name, purpose=LORA_CYCLE)
     lora.unload(name)
     lora.check_answers()
     lora.settle(name, loaded=False)
@@ -208,7 +209,7 @@ def runtime_cycle(deployment: Deployment, name: str = LORA_NAME) -> None:
                 )
             ],
         )
-    deployment.send("chat")
+    deployment.send("chat", purpose=LORA_CYCLE)
 
 
 def _fingerprint(deployment: Deployment) -> object:

@@ -19,8 +19,11 @@ from __future__ import annotations
 from discovery_harness.deployment import bad_input, lora
 from discovery_harness.deployment.canary import await_canaries
 from discovery_harness.deployment.core import Deployment
+from discovery_harness.serving.requests import BAD_INPUT, LORA_CYCLE
 
 LORA_ASSET = "lora"
+# The parts of the contract a verdict may or may not have judged (the history's columns).
+READINESS, CANARY, LORA, BAD_INPUT_PART = "readiness", "canary", "lora", "bad_input"
 
 
 def prove(deployment: Deployment) -> None:
@@ -32,3 +35,16 @@ def prove(deployment: Deployment) -> None:
         lora.runtime_cycle(deployment)
     if topology.health_judged:
         await_canaries(deployment.workers, deployment.canary_waited)
+
+
+def judged(deployment: Deployment) -> dict[str, bool]:
+    """Which parts its verdict judged: readiness where its era runs the settings, the canary
+    there once it was ready, the LoRA cycle and bad input where their requests went out."""
+    purposes = {r.purpose for r in deployment.replies}
+    health = deployment.topology.health_judged
+    return {
+        READINESS: health,
+        CANARY: health and deployment.client.ready,
+        LORA: LORA_CYCLE in purposes,
+        BAD_INPUT_PART: BAD_INPUT in purposes,
+    }

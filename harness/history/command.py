@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from discovery_harness.common.exits import USAGE_ERROR
-from discovery_harness.history import compare, html, releases, start_paths, table
+from discovery_harness.history import compare, html, parts, releases, start_paths, table
 from discovery_harness.history.run import (
     DEFAULT_ENVS,
     ReleaseRun,
@@ -125,6 +125,7 @@ def write_tables(
 ) -> str:
     paths = start_paths.rows(runs, catalogue)
     text = start_paths.markdown(paths, [r.release for r in runs])
+    text += "\n" + parts.markdown(runs)
     text += "\n" + table.matrix(runs, topologies) + "\n" + table.markdown(runs, topologies)
     (out_dir / "history.md").write_text(text)
     (out_dir / "history.json").write_text(table.as_json(runs))

@@ -11,16 +11,29 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from discovery_harness.model.violations import Violation
-from discovery_harness.serving.requests import Reply
+from discovery_harness.serving.requests import DECLARED, Reply
 
 REQUEST, VIOLATION = "history.request", "history.violation"
+# Which parts of the contract the item's verdict judged (history/parts.py), e.g.
+# {"readiness": true, "canary": true, "lora": false, "bad_input": true}.
+JUDGED = "history.judged"
 
 
 def reply_properties(replies: Iterable[Reply]) -> list[tuple[str, str]]:
     return [
-        (REQUEST, json.dumps({"kind": r.kind, "shape": r.shape, "status": r.status, "ok": r.ok}))
+        (
+            REQUEST,
+            json.dumps(
+                {"kind": r.kind, "shape": r.shape, "status": r.status, "ok": r.ok}
+                | ({"purpose": r.purpose} if r.purpose != DECLARED else {})
+            ),
+        )
         for r in replies
     ]
+
+
+def judged_property(judged: dict[str, bool]) -> tuple[str, str]:
+    return JUDGED, json.dumps(judged)
 
 
 def violation_properties(violations: Iterable[Violation]) -> list[tuple[str, str]]:
@@ -42,9 +55,12 @@ class ItemFindings:
     # Re-runs of a failed item (history --runs): "deterministic 2/2" when every run saw the
     # same violations, "intermittent k/N" when some run did not; "" for one run.
     stability: str = ""
+    judged: dict[str, bool] = field(default_factory=dict)  # JUDGED; {} in older records
 
     def add(self, name: str, value: str) -> None:
         if name == REQUEST:
             self.requests.append(json.loads(value))
         elif name == VIOLATION:
             self.violations.append(json.loads(value))
+        elif name == JUDGED:
+            self.judged = json.loads(value)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from discovery_harness.deployment import Deployment, Session, Settings, prestart
+from discovery_harness.deployment import Deployment, Session, Settings, prestart, whole_contract
 from discovery_harness.deployment import session_setup as setup
 from discovery_harness.history import record
 from discovery_harness.model.topology import Scenario, Topology
@@ -153,6 +153,7 @@ def _record(request: pytest.FixtureRequest, deployment: Deployment) -> None:
     properties = request.node.user_properties
     properties += record.reply_properties(deployment.replies)
     properties += record.violation_properties(deployment.found)
+    properties.append(record.judged_property(whole_contract.judged(deployment)))
     properties.append(
         report_run.deployment_property(from_deployment(deployment, request.node.nodeid))
     )

@@ -25,9 +25,10 @@ from discovery_harness.serving.model_facts import NO_FACTS, ModelFacts
 from discovery_harness.serving.shapes import DEFAULT, IMAGE_URL, LISTING, Shape, shape
 
 # Why a request was sent: one of the topology's declared requests (judged on its answer),
-# a malformed one (serving/bad_input.py: judged on its refusal), or the kind's default request
-# right after its bad inputs (the worker must still serve).
+# a malformed one (serving/bad_input.py: judged on its refusal), the kind's default request
+# right after its bad inputs (the worker must still serve), or a step of the LoRA cycle.
 DECLARED, BAD_INPUT, AFTER_BAD_INPUT = "declared", "bad-input", "after-bad-input"
+LORA_CYCLE = "lora-cycle"
 
 
 @dataclass(frozen=True)
