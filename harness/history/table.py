@@ -51,9 +51,12 @@ def _answers(item: ItemFindings) -> str:
 
 
 def _request(recorded: dict) -> str:
-    """`chat`, or `chat[stop]` for a shape beyond the default (older records have none)."""
+    """`chat`, or `chat[stop]` for a shape beyond the default (older records have none), and
+    why it was sent where not declared (`chat (lora-cycle)`, `image[unknown-size] (bad-input)`)."""
     shape = recorded.get("shape", DEFAULT)
-    return recorded["kind"] if shape == DEFAULT else f"{recorded['kind']}[{shape}]"
+    sent = recorded["kind"] if shape == DEFAULT else f"{recorded['kind']}[{shape}]"
+    purpose = recorded.get("purpose")
+    return f"{sent} ({purpose})" if purpose else sent
 
 
 def cells(item: ItemFindings) -> tuple[str, str, str, str]:
