@@ -245,17 +245,11 @@ MM_ENCODE_P_D_ERAS = (
 RERANK_ERAS = added_in("1.6", "--rerank-worker")
 GATEWAY_ERAS = added_in("1.6", "--gateway-workers, PR #15078")
 # The diffusion workers' contracts from 1.0 are the current design's (the 1.0 AGENTS.md:
-# "register.py has three paths: LLM, image diffusion, video generation"); the CPU stand-in
-# for sglang 0.5.9-0.5.18's DiffGenerator and diffusion imports is not written yet.
-_NO_DIFFUSION_STAND_IN = (
-    "CPU tier: no stand-in yet for sglang 0.5.9-0.5.18's diffusion runtime "
-    "(sglang.multimodal_gen needs remote_pdb / cache_dit there); runs on the GPU tier"
-)
-_DIFFUSION_DESIGN = tuple(
-    dataclasses.replace(era, cpu_skip=_NO_DIFFUSION_STAND_IN) for era in CURRENT_DESIGN
-)
-DIFFUSION_ERAS = (*_DIFFUSION_DESIGN, *added_in("1.0", "--image-diffusion-worker"))
-VIDEO_ERAS = (*_DIFFUSION_DESIGN, *added_in("1.0", "--video-generation-worker"))
+# "register.py has three paths: LLM, image diffusion, video generation"); on the CPU tier
+# sglang 0.5.9-0.5.18's DiffGenerator is stood in for as 0.5.21's is (same two methods:
+# discovery_harness_workers.cpu_diffusion, checked by the drift test per release).
+DIFFUSION_ERAS = (*CURRENT_DESIGN, *added_in("1.0", "--image-diffusion-worker"))
+VIDEO_ERAS = (*CURRENT_DESIGN, *added_in("1.0", "--video-generation-worker"))
 
 
 def legacy(

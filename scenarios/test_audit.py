@@ -333,6 +333,30 @@ def test_a_probe_names_the_error_for_a_listed_model(deployed, capsys, tmp_path):
 
 
 @pytest.mark.selftest  # a fault injected: under -m, only when it names selftest
+@pytest.mark.pre_merge
+@pytest.mark.timeout(240)
+def test_a_failed_probe_shows_its_cause_from_the_logs_given(deployed, capsys, tmp_path):
+    """A handler that fails only on real requests: with the frontend's and the worker's logs
+    the audit shows the frontend's error line for its probe, the worker it routed to (role and
+    instance id: an audit knows no pid) and its traceback; without them it says what to grep."""
+    deployment = deployed(AGGREGATED, faults={"worker": "request-error"})
+    frontend = deployment.frontend_log.frontend()
+    assert frontend is not None
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--probe")
+    assert code == 1 and "no log was given (--frontend-log PATH" in out, out
+    assert "look for the request id(s) harness-" in out, out
+    worker = deployment.worker("worker")
+    logs = ("--frontend-log", str(frontend.proc.log_path))
+    logs += ("--worker-log", f"worker={worker.proc.log_path}")
+    code, out = etcd_audit(capsys, deployment, tmp_path, "--probe", *logs)
+    evidence = out.split("--- evidence ---", 1)[-1]
+    assert code == 1 and f"[{BAD_RESPONSE}]" in out and "--- evidence ---" in out, out
+    assert "ERROR" in evidence.split("served by")[0], evidence  # the frontend's own error line
+    assert "served by worker 'worker' (instance " in evidence, evidence
+    assert "RuntimeError: injected fault on a real request" in evidence, evidence
+
+
+@pytest.mark.selftest  # a fault injected: under -m, only when it names selftest
 @pytest.mark.nightly
 @pytest.mark.timeout(240)
 def test_an_internal_card_made_public_is_named(deployed, capsys, tmp_path):

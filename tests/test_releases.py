@@ -9,6 +9,7 @@ running it (nothing tells the harness which release is buggy).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -144,8 +145,22 @@ def test_the_multimodal_design_of_each_range():
 
 def test_an_era_without_a_cpu_stand_in_is_gpu_only_there():
     image = CATALOGUE.topology("image-diffusion")
-    assert "diffusion runtime" in (image.for_release("1.2.1").cpu_skip or "")
-    assert image.for_release(OWN).cpu_skip is None
+    no_stand_in = dataclasses.replace(image.eras[0], cpu_skip="no stand-in for its engine")
+    gpu_only = dataclasses.replace(image, eras=(no_stand_in, *image.eras[1:]))
+    assert gpu_only.for_release("1.3.1").cpu_skip == "no stand-in for its engine"
+    assert gpu_only.for_release(OWN).cpu_skip is None
+
+
+def test_every_mode_of_every_release_from_1_0_runs_on_the_cpu_tier():
+    """The stand-ins cover every topology a 1.x release has (image and video diffusion
+    included: discovery_harness_workers.cpu_diffusion for sglang 0.5.9 on)."""
+    for release in ("1.0.2", "1.1.1", "1.2.1", "1.3.1", "1.4.2", "1.5.1", OWN):
+        for topology in CATALOGUE.topologies:
+            try:
+                era = topology.for_release(release)
+            except UnsupportedRelease:
+                continue
+            assert era.cpu_skip is None, (topology.name, release, era.cpu_skip)
 
 
 def test_cards_before_1_3_carry_no_topology_fields():

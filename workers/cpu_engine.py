@@ -8,8 +8,8 @@
   ZMQ to schedulers); `discovery_harness_workers.stand_in_generation` answers `generate_request`
 with
   deterministic tokens, embeddings or rerank scores, in the shapes sglang streams.
-* `CpuMMEncoder` and `CpuDiffGenerator` stand in for the vision encoder and the diffusion
-  pipeline with fixed-size outputs.
+* `CpuMMEncoder` stands in for the vision encoder with fixed-size outputs (the diffusion
+  pipeline's stand-in, `CpuDiffGenerator`, is in `discovery_harness_workers.cpu_diffusion`).
 
 `tests/test_stand_in_drift.py` fails when the installed sglang's names or signatures that
 these rely on change.
@@ -169,37 +169,3 @@ class CpuMMEncoder:
 
     async def _compute_embedding(self, ctx: _EncodeContext, *, keep_on_gpu: bool) -> torch.Tensor:
         return torch.zeros(ctx.num_tokens, self.hidden_size, dtype=torch.float32)
-
-
-@dataclass
-class _GenerationResult:
-    frames: list[Any]
-
-
-class CpuDiffGenerator:
-    """Stands in for sglang's DiffGenerator: small solid-colour frames."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        self.model_path = kwargs.get("model_path", "")
-        self.kwargs = kwargs
-
-    @classmethod
-    def from_pretrained(cls, local_mode: bool = True, **kwargs: Any) -> CpuDiffGenerator:
-        return cls(**kwargs)
-
-    def generate(
-        self,
-        sampling_params_kwargs: dict | None = None,
-        external_trace_header: dict[str, str] | None = None,
-    ) -> Any:
-        import numpy as np
-
-        params = dict(sampling_params_kwargs or {})
-        count = int(params.get("num_frames") or 1)
-        height = int(params.get("height") or 32)
-        width = int(params.get("width") or 32)
-        frame: Any = np.full((height, width, 3), 200, dtype=np.uint8)
-        return _GenerationResult(frames=[frame.copy() for _ in range(count)])
-
-    def shutdown(self) -> None:
-        """Nothing to release."""

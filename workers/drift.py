@@ -95,7 +95,25 @@ def legacy_report(choice: Any) -> list[str]:
         problems += _mm_encoder_report(originals["MMEncoder"])
     if not choice.vision_tower:  # Dynamo 1.0+ serves load_lora / unload_lora
         problems += lora_report(tokenizer_manager)
+    if choice.diff_generator:
+        problems += diff_generator_report()
     return problems
+
+
+def diff_generator_report() -> list[str]:
+    """sglang's DiffGenerator (the class the image and video workers call) against
+    discovery_harness_workers.cpu_diffusion, and the name Dynamo imports it by."""
+    from discovery_harness_workers.cpu_diffusion import CpuDiffGenerator
+
+    real = _load("sglang.multimodal_gen.runtime.entrypoints.diffusion_generator.DiffGenerator")
+    pairs: list[tuple[str, Any, Any]] = [
+        ("DiffGenerator.from_pretrained", real.from_pretrained, CpuDiffGenerator.from_pretrained),
+        ("DiffGenerator.generate", real.generate, CpuDiffGenerator.generate),
+    ]
+    problems = [p for label, a, b in pairs for p in compare_signatures(label, a, b)]
+    return problems + missing_attributes(
+        "sglang.multimodal_gen", importlib.import_module("sglang.multimodal_gen"), ["DiffGenerator"]
+    )
 
 
 def lora_report(tokenizer_manager: Any) -> list[str]:
@@ -228,7 +246,6 @@ def current_report() -> list[str]:
     engine = _load("sglang.srt.entrypoints.engine.Engine")
     tokenizer_manager = _load("sglang.srt.managers.tokenizer_manager.TokenizerManager")
     encoder = _load("sglang.srt.disaggregation.encoder.server.MMEncoder")
-    diffusion = _load("sglang.multimodal_gen.runtime.entrypoints.diffusion_generator.DiffGenerator")
     problems: list[str] = []
     pairs: list[tuple[str, Any, Any]] = [
         ("Engine.__init__", engine.__init__, stand_ins.CpuEngine.__init__),
@@ -254,12 +271,6 @@ def current_report() -> list[str]:
             encoder._compute_embedding,
             stand_ins.CpuMMEncoder._compute_embedding,
         ),
-        (
-            "DiffGenerator.from_pretrained",
-            diffusion.from_pretrained,
-            stand_ins.CpuDiffGenerator.from_pretrained,
-        ),
-        ("DiffGenerator.generate", diffusion.generate, stand_ins.CpuDiffGenerator.generate),
     ]
     for label, real, stand_in in pairs:
         problems += compare_signatures(label, real, stand_in)
@@ -301,11 +312,7 @@ def current_report() -> list[str]:
     )
     # Where Dynamo looks the replaced classes up, and the hook fault injection patches.
     problems += missing_attributes("sglang", importlib.import_module("sglang"), ["Engine"])
-    problems += missing_attributes(
-        "sglang.multimodal_gen",
-        importlib.import_module("sglang.multimodal_gen"),
-        ["DiffGenerator"],
-    )
+    problems += diff_generator_report()
     register = importlib.import_module("dynamo.sglang.register")
     problems += missing_attributes("dynamo.sglang.register", register, ["register_model"])
     names = [name for name, _ in parameters(register.register_model)]

@@ -14,6 +14,7 @@ the chosen ones against the installed release.
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
@@ -30,6 +31,8 @@ class StandInChoice:
     nixl_connector: bool = False
     # Where the release's Dynamo imports sglang's MMEncoder from (None: it has none).
     mm_encoder_module: str | None = None
+    # The image and video workers call sglang.multimodal_gen's DiffGenerator (Dynamo 1.0 on).
+    diff_generator: bool = False
 
 
 ENCODE_HANDLER = "dynamo.sglang.request_handlers.multimodal.encode_worker_handler"
@@ -43,12 +46,14 @@ CHOICES = (
         "legacy",
         nixl_connector=True,
         mm_encoder_module="sglang.srt.disaggregation.encode_server",
+        diff_generator=True,
     ),
     # 1.1-1.5: embeddings travel by --embedding-transfer-mode (local on the CPU tier).
     StandInChoice(
         ">=1.1,<1.6",
         "legacy",
         mm_encoder_module="sglang.srt.disaggregation.encode_server",
+        diff_generator=True,
     ),
     StandInChoice(
         ">=1.6",
@@ -99,6 +104,28 @@ def install(choice: StandInChoice) -> None:
         handler: Any = importlib.import_module(ENCODE_HANDLER)
         if hasattr(handler, "MMEncoder"):
             handler.MMEncoder = encoder
+    if choice.diff_generator and diffusion_worker(sys.argv):
+        install_diff_generator()
+
+
+# The flags that start an image or video worker (each release's args.py from 1.0).
+DIFFUSION_FLAGS = ("--image-diffusion-worker", "--video-generation-worker")
+
+
+def diffusion_worker(argv: list[str]) -> bool:
+    """Whether this worker is an image or video one: only they import sglang 0.5.9-0.5.18's
+    diffusion runtime (about 4 s, cache_dit and diffusers), so no other worker pays for it."""
+    return any(flag in argv for flag in DIFFUSION_FLAGS)
+
+
+def install_diff_generator() -> None:
+    """sglang.multimodal_gen.DiffGenerator, where every release's init_diffusion imports it
+    from, becomes the CPU stand-in."""
+    import sglang.multimodal_gen as multimodal_gen
+
+    from discovery_harness_workers.cpu_diffusion import CpuDiffGenerator
+
+    multimodal_gen.DiffGenerator = CpuDiffGenerator
 
 
 def install_current() -> None:
@@ -109,7 +136,8 @@ def install_current() -> None:
     import sglang.srt.disaggregation.encoder.server as encoder_server
     import sglang.srt.entrypoints.engine as engine_module
 
-    from discovery_harness_workers.cpu_engine import CpuDiffGenerator, CpuEngine, CpuMMEncoder
+    from discovery_harness_workers.cpu_diffusion import CpuDiffGenerator
+    from discovery_harness_workers.cpu_engine import CpuEngine, CpuMMEncoder
 
     sglang.Engine = CpuEngine
     engine_module.Engine = CpuEngine

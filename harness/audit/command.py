@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from discovery_harness.audit import worker_health
+from discovery_harness.audit import answer_logs, worker_health
 from discovery_harness.audit.frontend import read_frontend
 from discovery_harness.audit.observe import Observed, Unreachable, observe, open_source
 from discovery_harness.common.deadline import Deadline
@@ -69,6 +69,19 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="a worker's system server (http://HOST:DYN_SYSTEM_PORT; repeat per worker; `up` "
         "prints each): its /health must say ready within the grace",
     )
+    audit.add_argument(
+        "--frontend-log",
+        metavar="PATH",
+        help="the frontend's log: a failed probe shows its lines for the request (with --probe)",
+    )
+    audit.add_argument(
+        "--worker-log",
+        action="append",
+        default=[],
+        metavar="ID=PATH",
+        help="a worker's log, ID its instance id as printed or its role (repeat per worker): "
+        "a failed probe shows the serving worker's errors",
+    )
     audit.add_argument("--report-dir", default=None, help="default: reports/")
 
 
@@ -100,6 +113,14 @@ def audit_command(args: argparse.Namespace) -> int:
             return UNUSABLE
         topologies = chosen
     try:
+        worker_logs = answer_logs.parse_worker_logs(args.worker_log)
+        if args.frontend_log:
+            answer_logs.parse_worker_logs([f"frontend={args.frontend_log}"])
+    except answer_logs.BadLogOption as bad:
+        print(f"audit: {bad}", file=sys.stderr)
+        return UNUSABLE
+    view = FrontendView()
+    try:
         source = open_source(args.etcd, args.file_store)
         seen = observe(source, args.grace)
         audited = _judge(seen, args, topologies, FrontendView())
@@ -116,6 +137,9 @@ def audit_command(args: argparse.Namespace) -> int:
     )
     for deployment in audited:
         print(describe(deployment))
+    cause = answer_logs.evidence(view.exchanges, audited, args.frontend_log, worker_logs)
+    if cause:
+        print(f"\n--- evidence ---\n{cause}")
     readings = [worker_health.read(url, args.grace) for url in args.worker_health]
     unready = [v for r in readings if (v := r.violation()) is not None]
     for reading in readings:

@@ -38,17 +38,16 @@ def read_frontend(url: str, deployments: Sequence[AuditedDeployment], probe: boo
     except (httpx.HTTPError, ValueError) as error:
         raise Unreachable(f"frontend at {url} does not answer GET /v1/models: {error}") from None
     answers: dict[str, list[Reply]] = {}
-    if probe:
-        recording = RecordingClient(url)
-        try:
-            for deployment in deployments:
-                if deployment.model in listed:
-                    answers[deployment.model] = [
-                        send(kind, recording, deployment.model) for kind in kinds_for(deployment)
-                    ]
-        finally:
-            recording.close()
-    return FrontendView(listed, ready, answers, health)
+    recording = RecordingClient(url)
+    try:
+        for deployment in deployments if probe else ():
+            if deployment.model in listed:
+                answers[deployment.model] = [
+                    send(kind, recording, deployment.model) for kind in kinds_for(deployment)
+                ]
+    finally:
+        recording.close()
+    return FrontendView(listed, ready, answers, health, tuple(recording.exchanges))
 
 
 def kinds_for(deployment: AuditedDeployment) -> list[str]:

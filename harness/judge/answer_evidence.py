@@ -48,6 +48,14 @@ class ServingWorker:
     log_lines: tuple[str, ...]
     log_path: Path | None = None
 
+    @property
+    def named(self) -> str:
+        """`worker 'decode' (pid 12)`; by its instance where the harness did not start it."""
+        if self.pid is not None:
+            return f"worker '{self.role}' (pid {self.pid})"
+        instances = ", ".join(f"{i:x}" for i in sorted(self.instance_ids))
+        return f"worker '{self.role}' (instance {instances})"
+
 
 @dataclass(frozen=True)
 class AnswerEvidence:
@@ -70,11 +78,9 @@ class AnswerEvidence:
         if self.served_by is None:
             parts.append("  served by: no worker named in the frontend's log for this request")
             for worker, lines in self.suspects:
-                who = f"worker '{worker.role}' (pid {worker.pid})"
-                parts.append(_block(f"{who} logged errors near the request", lines))
+                parts.append(_block(f"{worker.named} logged errors near the request", lines))
         else:
-            w = self.served_by
-            who = f"worker '{w.role}' (pid {w.pid})"
+            who = self.served_by.named
             parts.append(
                 _block(f"served by {who}: its errors in the request's window", self.worker_lines)
             )

@@ -30,6 +30,7 @@ from discovery_harness.model.violations import (
     STATUS_503,
     Violation,
 )
+from discovery_harness.serving.http_client import Exchange
 from discovery_harness.serving.requests import Reply
 
 GENERATE = checks.GENERATE_ENDPOINT
@@ -44,6 +45,7 @@ class FrontendView:
     ready: Mapping[str, tuple[int, str]] = field(default_factory=dict)  # model -> answer
     answers: Mapping[str, Sequence[Reply]] = field(default_factory=dict)  # model -> probes
     health: Any = None  # GET /health's body (None: not asked)
+    exchanges: Sequence[Exchange] = ()  # the probes as sent (their request ids, their times)
 
 
 @dataclass
