@@ -918,6 +918,31 @@ OLD_RELEASE_LISTING = KnownViolation(
     cites=("lib/llm/src/http/service/openai.rs (list_models_openai, before 1.1)",),
 )
 
+# Measured by the history run of 2026-12-06 (0.7.0-1.5.1, every topology that serves text chat):
+# the frontend renders an image part of a chat for a text-only model as if it were not there
+# and answers 200; 1.6.1's preprocessor refuses it with 400 "Model does not accept image input;
+# received unsupported content type 'image_url'" (finding 24).
+IMAGE_TO_TEXT_ONLY_ACCEPTED = KnownViolation(
+    kind=BAD_INPUT_ANSWER,
+    dynamo_versions=(
+        "0.7.0",
+        "0.7.1",
+        "0.8.0",
+        "0.8.1",
+        "0.9.1",
+        "1.0.2",
+        "1.1.1",
+        "1.2.1",
+        "1.3.1",
+        "1.4.2",
+        "1.5.1",
+    ),
+    reason="Dynamo before 1.6 answers an image sent to a text-only model with 200, the image "
+    "dropped (1.6.1's frontend answers 400 'Model does not accept image input'; finding 24)",
+    shape="chat[image-to-text-only]",
+    cites=("the frontend's chat preprocessor (lib/llm, before 1.6): no modality check",),
+)
+
 
 # The older releases whose readiness contract was measured (each one's workers run with the
 # operator's settings: /health with the endpoint list, the canary, the frontend's /ready): what
@@ -929,7 +954,7 @@ READINESS_RELEASES = ">=1.3,<1.6"
 
 def _with_release_wide(topology: Topology) -> Topology:
     """Every topology carries the known violations of a release's frontend, not of a mode."""
-    known = (*topology.known_violations, OLD_RELEASE_LISTING)
+    known = (*topology.known_violations, OLD_RELEASE_LISTING, IMAGE_TO_TEXT_ONLY_ACCEPTED)
     return dataclasses.replace(
         topology, known_violations=known, readiness_releases=READINESS_RELEASES
     )

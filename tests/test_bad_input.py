@@ -92,6 +92,8 @@ def test_the_verdict_names_the_worker_the_bad_input_and_what_came_back():
     )
     assert "stopped serving after bad input" in found[1].message
     assert judge.violations([_reply(BAD_INPUT, 400, None)], "w", "") == []
+    # Served, with content its release is known to get wrong: judged as any answer, not here.
+    assert judge.violations([_reply(AFTER_BAD_INPUT, 200, "usage.prompt_tokens 0")], "w", "") == []
 
 
 def _exchange(status: int, bad_input: bool) -> Exchange:

@@ -33,6 +33,7 @@ def violations(replies: Sequence[Reply], role: str, pipeline: str) -> list[Viola
             shape=f"{r.kind}[after-bad-input]",
         )
         for r in replies
-        if r.purpose == AFTER_BAD_INPUT and not r.ok
+        # A 200 whose content is wrong is judged as any answer (bad-response-content).
+        if r.purpose == AFTER_BAD_INPUT and r.status != 200
     ]
     return found
