@@ -42,3 +42,11 @@ class CpuDiffGenerator:
 
     def shutdown(self) -> None:
         """Nothing to release."""
+
+
+class CpuDiffGeneratorUntraced(CpuDiffGenerator):
+    """sglang 0.5.9-0.5.10's DiffGenerator (Dynamo 1.0-1.1): `generate` takes no trace header
+    (0.5.11 added `external_trace_header`)."""
+
+    def generate(self, sampling_params_kwargs: dict | None = None) -> Any:  # type: ignore[override]
+        return super().generate(sampling_params_kwargs)

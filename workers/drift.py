@@ -96,19 +96,20 @@ def legacy_report(choice: Any) -> list[str]:
     if not choice.vision_tower:  # Dynamo 1.0+ serves load_lora / unload_lora
         problems += lora_report(tokenizer_manager)
     if choice.diff_generator:
-        problems += diff_generator_report()
+        problems += diff_generator_report(choice.diff_generator)
     return problems
 
 
-def diff_generator_report() -> list[str]:
-    """sglang's DiffGenerator (the class the image and video workers call) against
-    discovery_harness_workers.cpu_diffusion, and the name Dynamo imports it by."""
-    from discovery_harness_workers.cpu_diffusion import CpuDiffGenerator
+def diff_generator_report(stand_in_name: str = "CpuDiffGenerator") -> list[str]:
+    """sglang's DiffGenerator (the class the image and video workers call) against its stand-in
+    in discovery_harness_workers.cpu_diffusion, and the name Dynamo imports it by."""
+    from discovery_harness_workers import cpu_diffusion
 
+    stand_in = getattr(cpu_diffusion, stand_in_name)
     real = _load("sglang.multimodal_gen.runtime.entrypoints.diffusion_generator.DiffGenerator")
     pairs: list[tuple[str, Any, Any]] = [
-        ("DiffGenerator.from_pretrained", real.from_pretrained, CpuDiffGenerator.from_pretrained),
-        ("DiffGenerator.generate", real.generate, CpuDiffGenerator.generate),
+        ("DiffGenerator.from_pretrained", real.from_pretrained, stand_in.from_pretrained),
+        ("DiffGenerator.generate", real.generate, stand_in.generate),
     ]
     problems = [p for label, a, b in pairs for p in compare_signatures(label, a, b)]
     return problems + missing_attributes(

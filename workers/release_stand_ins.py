@@ -31,11 +31,13 @@ class StandInChoice:
     nixl_connector: bool = False
     # Where the release's Dynamo imports sglang's MMEncoder from (None: it has none).
     mm_encoder_module: str | None = None
-    # The image and video workers call sglang.multimodal_gen's DiffGenerator (Dynamo 1.0 on).
-    diff_generator: bool = False
+    # The stand-in for sglang.multimodal_gen's DiffGenerator, which the image and video workers
+    # call (Dynamo 1.0 on): a class of discovery_harness_workers.cpu_diffusion ("": none).
+    diff_generator: str = ""
 
 
 ENCODE_HANDLER = "dynamo.sglang.request_handlers.multimodal.encode_worker_handler"
+TRACED, UNTRACED = "CpuDiffGenerator", "CpuDiffGeneratorUntraced"  # cpu_diffusion's classes
 CHOICES = (
     # 0.7-0.9: processor in front; the encode worker runs its own vision tower (AutoModel)
     # and hands embeddings over NIXL; sglang 0.5.4-0.5.8.
@@ -46,14 +48,21 @@ CHOICES = (
         "legacy",
         nixl_connector=True,
         mm_encoder_module="sglang.srt.disaggregation.encode_server",
-        diff_generator=True,
+        diff_generator=UNTRACED,
     ),
-    # 1.1-1.5: embeddings travel by --embedding-transfer-mode (local on the CPU tier).
+    # 1.1-1.5: embeddings travel by --embedding-transfer-mode (local on the CPU tier); the
+    # diffusion generator takes a trace header from sglang 0.5.11 (Dynamo 1.2).
     StandInChoice(
-        ">=1.1,<1.6",
+        ">=1.1,<1.2",
         "legacy",
         mm_encoder_module="sglang.srt.disaggregation.encode_server",
-        diff_generator=True,
+        diff_generator=UNTRACED,
+    ),
+    StandInChoice(
+        ">=1.2,<1.6",
+        "legacy",
+        mm_encoder_module="sglang.srt.disaggregation.encode_server",
+        diff_generator=TRACED,
     ),
     StandInChoice(
         ">=1.6",
@@ -105,7 +114,7 @@ def install(choice: StandInChoice) -> None:
         if hasattr(handler, "MMEncoder"):
             handler.MMEncoder = encoder
     if choice.diff_generator and diffusion_worker(sys.argv):
-        install_diff_generator()
+        install_diff_generator(choice.diff_generator)
 
 
 # The flags that start an image or video worker (each release's args.py from 1.0).
@@ -118,14 +127,14 @@ def diffusion_worker(argv: list[str]) -> bool:
     return any(flag in argv for flag in DIFFUSION_FLAGS)
 
 
-def install_diff_generator() -> None:
+def install_diff_generator(stand_in: str) -> None:
     """sglang.multimodal_gen.DiffGenerator, where every release's init_diffusion imports it
-    from, becomes the CPU stand-in."""
+    from, becomes the CPU stand-in of that generation."""
     import sglang.multimodal_gen as multimodal_gen
 
-    from discovery_harness_workers.cpu_diffusion import CpuDiffGenerator
+    from discovery_harness_workers import cpu_diffusion
 
-    multimodal_gen.DiffGenerator = CpuDiffGenerator
+    multimodal_gen.DiffGenerator = getattr(cpu_diffusion, stand_in)
 
 
 def install_current() -> None:
