@@ -570,14 +570,27 @@ IMAGE_DIFFUSION = Topology(
     known_violations=(
         KnownViolation(
             kind=BAD_CONTENT,
-            dynamo_versions=("1.6.1",),
+            dynamo_versions=("1.1.1", "1.2.1", "1.3.1", "1.4.2", "1.5.1", "1.6.1"),
             reason="Dynamo 1.6.1's image diffusion handler never reads `n`: it only logs whether "
             "the request has one, asks DiffGenerator.generate for no output count and keeps the "
-            "first result of a list, so n=2 is answered with one image on any engine",
+            "first result of a list, so n=2 is answered with one image on any engine (measured "
+            "the same on 1.1.1-1.5.1: finding 26)",
             shape="image[n-2]",
             cites=(
                 "dynamo/sglang/request_handlers/image_diffusion/image_diffusion_handler.py "
                 "(1.6.1: generate, _generate_images)",
+            ),
+        ),
+        KnownViolation(
+            kind=BAD_INPUT_ANSWER,
+            dynamo_versions=("1.4.2", "1.5.1"),
+            reason="Dynamo 1.4-1.5's image handler catches every exception, a size it cannot "
+            "parse included, and yields a response with empty `data`: 200 with no image "
+            "(finding 26; 1.6.1 raises InvalidArgument, 400)",
+            shape="image[unknown-size]",
+            cites=(
+                "dynamo/sglang/request_handlers/image_diffusion/image_diffusion_handler.py "
+                "(1.5.1: generate's except Exception, lines 151-158)",
             ),
         ),
     ),
@@ -600,7 +613,18 @@ VIDEO_GENERATION = Topology(
     known_violations=(
         KnownViolation(
             kind=BAD_INPUT_ANSWER,
-            dynamo_versions=("1.6.1",),
+            dynamo_versions=("1.1.1", "1.2.1", "1.3.1", "1.4.2", "1.5.1"),
+            reason="Before 1.6 the frontend passes an unknown video `response_format` on and "
+            "the video handler answers it 200 (finding 27)",
+            shape="video[unknown-format]",
+            cites=(
+                "dynamo/sglang/request_handlers/video_generation/video_generation_handler.py "
+                "(1.5.1: generate's except Exception, lines 173-185)",
+            ),
+        ),
+        KnownViolation(
+            kind=BAD_INPUT_ANSWER,
+            dynamo_versions=("1.1.1", "1.2.1", "1.3.1", "1.4.2", "1.5.1", "1.6.1"),
             reason="Dynamo 1.6.1's video handler catches every exception, a size it cannot "
             'parse included, and yields a `status: "failed"` response with no video: the '
             "frontend answers it 200 (finding 23; the image handler raises InvalidArgument, 400)",

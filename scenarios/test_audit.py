@@ -333,7 +333,7 @@ def test_a_probe_names_the_error_for_a_listed_model(deployed, capsys, tmp_path):
 
 
 @pytest.mark.selftest  # a fault injected: under -m, only when it names selftest
-@pytest.mark.pre_merge
+@pytest.mark.nightly  # the suite's own evidence is proven pre_merge (test_selftests.py)
 @pytest.mark.timeout(240)
 def test_a_failed_probe_shows_its_cause_from_the_logs_given(deployed, capsys, tmp_path):
     """A handler that fails only on real requests: with the frontend's and the worker's logs
