@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from discovery_harness.history import parts, record
+from discovery_harness.history.command import write_tables
 from discovery_harness.history.record import ItemFindings
 from discovery_harness.history.run import ReleaseRun
+from discovery_harness.model import catalogue
 from discovery_harness.model.violations import BAD_INPUT_ANSWER, CANARY_REJECTED, NEVER_READY
 from discovery_harness.serving.requests import BAD_INPUT, Reply
 
@@ -75,3 +77,12 @@ def test_the_record_carries_what_was_judged_and_each_request_purpose():
             "purpose": BAD_INPUT,
         }
     ]
+
+
+def test_a_topology_rerun_keeps_every_topology_in_the_table(tmp_path):
+    """`history --topology X --rerun` merges X's cells into the table: the tables it writes
+    show every topology the runs hold, not only X."""
+    findings = {"aggregated": _item(ALL), "embedding": _item(ALL, (BAD_INPUT_ANSWER,))}
+    write_tables([ReleaseRun("1.6.1", "env", findings)], ["embedding"], catalogue.load(), tmp_path)
+    text = (tmp_path / "history.md").read_text()
+    assert "| aggregated | ok |" in text and "| embedding | FAIL: bad-input-answer |" in text

@@ -123,6 +123,10 @@ def _one_release(
 def write_tables(
     runs: list[ReleaseRun], topologies: list[str], catalogue: Catalogue, out_dir: Path
 ) -> str:
+    """The table of every topology the runs hold (a `--topology` rerun merged into a table
+    keeps the others' cells and shows them), in the catalogue's order."""
+    held = {name for run in runs for name in run.findings} | set(topologies)
+    topologies = [t.name for t in catalogue.topologies if t.name in held]
     paths = start_paths.rows(runs, catalogue)
     text = start_paths.markdown(paths, [r.release for r in runs])
     text += "\n" + parts.markdown(runs)
