@@ -17,7 +17,7 @@ from discovery_harness.serving.http_client import Exchange
 
 
 class BadLogOption(ValueError):
-    """A --worker-log that is not ID=PATH, or a log file that cannot be read."""
+    """A --worker-log that is not ID=PATH, or a log that is not a file."""
 
 
 def parse_worker_logs(given: Sequence[str]) -> dict[str, Path]:
@@ -27,11 +27,12 @@ def parse_worker_logs(given: Sequence[str]) -> dict[str, Path]:
         key, sep, path = option.partition("=")
         if not sep or not key or not path:
             raise BadLogOption(f"--worker-log {option!r}: expected ID=PATH (ID: instance or role)")
-        found[key.strip().lower()] = _existing(path)
+        found[key.strip().lower()] = existing_log(path)
     return found
 
 
-def _existing(path: str) -> Path:
+def existing_log(path: str) -> Path:
+    """A log the audit was given, as a path; BadLogOption if there is no such file."""
     log = Path(path)
     if not log.is_file():
         raise BadLogOption(f"log {path} is not a readable file")
@@ -62,7 +63,7 @@ def serving_workers(
 def evidence(
     exchanges: Sequence[Exchange],
     audited: Sequence[AuditedDeployment],
-    frontend_log: str | None,
+    frontend_log: Path | None,
     worker_logs: Mapping[str, Path],
 ) -> str:
     """What the logs say of each failed probe; "" when every probe was answered."""
@@ -77,6 +78,5 @@ def evidence(
             f"{ids} in the frontend's log (its routing line names the worker_id, the instance "
             "id above) and in that worker's log"
         )
-    frontend_path = _existing(frontend_log) if frontend_log else None
     workers = serving_workers(audited, worker_logs)
-    return render_all(failed, _read(frontend_path), workers, frontend_path)
+    return render_all(failed, _read(frontend_log), workers, frontend_log)

@@ -114,8 +114,7 @@ def audit_command(args: argparse.Namespace) -> int:
         topologies = chosen
     try:
         worker_logs = answer_logs.parse_worker_logs(args.worker_log)
-        if args.frontend_log:
-            answer_logs.parse_worker_logs([f"frontend={args.frontend_log}"])
+        frontend_log = answer_logs.existing_log(args.frontend_log) if args.frontend_log else None
     except answer_logs.BadLogOption as bad:
         print(f"audit: {bad}", file=sys.stderr)
         return UNUSABLE
@@ -137,7 +136,7 @@ def audit_command(args: argparse.Namespace) -> int:
     )
     for deployment in audited:
         print(describe(deployment))
-    cause = answer_logs.evidence(view.exchanges, audited, args.frontend_log, worker_logs)
+    cause = answer_logs.evidence(view.exchanges, audited, frontend_log, worker_logs)
     if cause:
         print(f"\n--- evidence ---\n{cause}")
     readings = [worker_health.read(url, args.grace) for url in args.worker_health]

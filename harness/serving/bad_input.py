@@ -21,8 +21,14 @@ from typing import Any
 
 from discovery_harness.serving.http_client import RecordingClient
 from discovery_harness.serving.model_facts import NO_FACTS
-from discovery_harness.serving.requests import BAD_INPUT, KINDS, Reply, tiny_png_data_url
-from discovery_harness.serving.shapes import DEFAULT, shape
+from discovery_harness.serving.requests import (
+    BAD_INPUT,
+    KINDS,
+    Reply,
+    chat_messages,
+    tiny_png_data_url,
+)
+from discovery_harness.serving.shapes import DEFAULT, Shape, shape
 
 IMAGE_MESSAGE = "an image"  # a change's value: a user message with an image (built when sent)
 IMAGE_KINDS = ("chat-image", "chat-image-stream")
@@ -41,27 +47,16 @@ class BadInput:
         return f"{self.kind}[{self.name}]"
 
     def payload(self, model: str) -> tuple[str, dict[str, Any]]:
-        """The path and the body: the kind's default request with the changes applied."""
+        """The path and the body: the kind's default request with the changes applied, as a
+        request shape applies its own (serving/shapes.py)."""
         request = KINDS[self.kind](model, shape(self.kind, DEFAULT), NO_FACTS)
-        body = dict(request.payload)
-        for key, value in self.changes:
-            if value is None:
-                body.pop(key, None)
-            else:
-                body[key] = _image_messages() if value == IMAGE_MESSAGE else value
-        return request.path, body
+        changes = tuple((key, _resolved(value)) for key, value in self.changes)
+        return request.path, Shape(self.kind, self.name, changes).apply(request.payload)
 
 
-def _image_messages() -> list[dict[str, Any]]:
-    return [
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "What is in this picture?"},
-                {"type": "image_url", "image_url": {"url": tiny_png_data_url()}},
-            ],
-        }
-    ]
+def _resolved(value: Any) -> Any:
+    """A change's value as sent: IMAGE_MESSAGE becomes a user message carrying an image."""
+    return chat_messages(tiny_png_data_url()) if value == IMAGE_MESSAGE else value
 
 
 def _bad(kind: str, *inputs: tuple[str, tuple[tuple[str, Any], ...], str]) -> tuple:

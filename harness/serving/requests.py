@@ -63,7 +63,7 @@ def tiny_png_data_url() -> str:
     return "data:image/png;base64," + base64.b64encode(png_bytes()).decode()
 
 
-def _chat_messages(image: str | None) -> list[dict[str, Any]]:
+def chat_messages(image: str | None) -> list[dict[str, Any]]:
     if image is None:
         return [{"role": "user", "content": "Say hello."}]
     return [
@@ -110,7 +110,7 @@ def _text(
 
 def _chat(model: str, shape_: Shape, facts: ModelFacts, *, image: bool, stream: bool) -> Request:
     source = (image_url() if shape_.name == IMAGE_URL else tiny_png_data_url()) if image else None
-    base = {"model": model, "messages": _chat_messages(source), "max_tokens": MAX_TOKENS}
+    base = {"model": model, "messages": chat_messages(source), "max_tokens": MAX_TOKENS}
     payload = shape_.apply({**base, **({"stream": True} if stream else {})})
     counted = facts.chat_prompt_tokens(payload["messages"])
     how = "the messages under the model's chat template and tokenizer"
