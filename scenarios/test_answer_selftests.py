@@ -132,6 +132,10 @@ def test_a_wrong_answer_with_status_200_is_caught(topology, role, kind, shape, f
     wanted = f"{kind} answer (shape {shape}) of worker '{role}'"
     assert wanted in message and "broke its API: 200, but " in message, message
     assert says in message, message
+    # The cause beside it: the request's id and the worker the frontend routed it to.
+    evidence = found[0].evidence
+    assert "-> 200: " in evidence and "(x-request-id harness-" in evidence, evidence
+    assert f"served by worker '{role}' (pid " in evidence, evidence
 
 
 @pytest.mark.nightly

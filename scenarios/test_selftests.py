@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from packaging.version import Version
 
 from discovery_harness.deployment import FILE, Planes
 from discovery_harness.deployment.lora import LoraControl, runtime_cycle
@@ -39,6 +40,7 @@ from discovery_harness.model.violations import (
     ContractFailure,
 )
 from discovery_harness.plugin import role_param
+from discovery_harness.runtime import dynamo_env
 from discovery_harness.runtime.spawn import FRESH
 from discovery_harness_scenarios.catalogue import (
     AGGREGATED,
@@ -53,6 +55,9 @@ pytestmark = [pytest.mark.selftest, pytest.mark.e2e, pytest.mark.sglang, pytest.
 
 # The #4486 shape in its two most telling places, and a multi-node follower that registers;
 # every other role runs with -m selftest (nightly).
+# The frontend logs its routing decision (`Selected worker … worker_id=`) at INFO from 1.3 on
+# (measured: 0.7.1-1.2.1 log the request's error lines, never the worker they routed to).
+ROUTING_LOGGED = Version("1.3")
 REPRESENTATIVE_CASES = {
     ("aggregated", "worker"),
     ("mm-encode-pd", "mm-worker"),
@@ -207,15 +212,25 @@ def test_a_failed_answer_carries_its_cause_from_the_frontend_and_the_serving_wor
     """A handler that fails only on real requests (its canary succeeds, the worker stays
     ready): the failure shows the frontend's error line for that request, the worker it
     routed to by role and pid, and that worker's traceback; the violation's line stays short."""
-    failure = _deploy_and_verify(deploy, AGGREGATED, faults={"worker": "request-error"})
-    (violation,) = failure.find(BAD_RESPONSE)
+    # As the run's release deploys it (with --dynamo-env, an older release's era), its
+    # known violations aside: only the answer's evidence is judged here.
+    release = dynamo_env.active().version
+    topology = AGGREGATED.for_release(release)
+    with pytest.raises(ContractFailure) as raised:
+        deployment = deploy(topology, faults={"worker": "request-error"})
+        deployment.send("chat")
+        deployment.verify()
+    (violation,) = raised.value.find(BAD_RESPONSE)
     assert "-> 500" in violation.message and "Traceback" not in violation.message
     evidence = violation.evidence
     assert "x-request-id harness-" in evidence
     assert "the frontend's lines for this request" in evidence
     assert "ERROR" in evidence.split("served by")[0]  # the frontend's own error line
-    worker = failure_worker = AGGREGATED.workers[0].role
-    assert f"served by worker '{failure_worker}' (pid " in evidence, worker
+    who = f"worker '{topology.workers[0].role}' (pid "
+    if Version(release) >= ROUTING_LOGGED:
+        assert f"served by {who}" in evidence, evidence
+    else:  # measured on 0.7.1-1.2.1: no routing line at INFO; the worker with errors then
+        assert f"{who}" in evidence and "logged errors near the request" in evidence, evidence
     assert "Traceback (most recent call last)" in evidence
     assert "RuntimeError: injected fault on a real request" in evidence
     assert "full logs: frontend " in evidence
@@ -310,6 +325,10 @@ def test_a_lora_on_a_prefill_worker_registered_as_chat_is_caught(deploy):
     answer = _only_message(refused.value, LORA_REFUSED, "prefill")
     assert "refused load_lora harness-lora: Dynamo answered 500" in answer
     assert "start path init_prefill" in answer
+    # The worker's side of the refusal: its error lines while it answered, and its log.
+    evidence = refused.value.find(LORA_REFUSED, "prefill")[0].evidence
+    assert "(pid " in evidence and "its errors while answering load_lora" in evidence
+    assert "already Prefill" in evidence and "full log: " in evidence, evidence
     with pytest.raises(ContractFailure) as failure:
         lora.settle("harness-lora", loaded=True)
     message = _only_message(failure.value, NEVER_REGISTERED, "prefill")

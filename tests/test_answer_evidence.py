@@ -99,3 +99,22 @@ def test_a_worker_log_without_stamps_near_the_request_shows_its_last_traceback()
     found = explain(_exchange(), unrouted, workers)
     ((worker, lines),) = found.suspects
     assert worker.role == "worker" and lines[-1] == "RuntimeError: injected fault on a real request"
+
+
+def test_a_200_judged_wrong_shows_every_line_the_serving_worker_wrote_then():
+    """No error to show for a wrong 200: the worker's lines in the window (what it printed
+    too) are its side, and the title says they are lines, not errors."""
+    sent = line_time(FRONTEND[2])
+    assert sent is not None
+    answer = Exchange(sent + 0.002, "POST", "/v1/embeddings", 200, "{}", True, RID, sent)
+    log = (
+        f"{T}100000Z  INFO main: serving",
+        f"{T}521710Z  INFO handle_payload: request received",
+        "HARNESS-FAULT bad-answer-embedding-order: embeddings reversed",
+        f"{T}700000Z  INFO handle_payload: a later request",
+    )
+    workers = [ServingWorker("embedding", 7, frozenset({77}), log)]
+    found = explain(answer, FRONTEND, workers)
+    assert found.worker_lines == log[1:3]
+    text = found.render()
+    assert "served by worker 'embedding' (pid 7): its lines in the request's window" in text

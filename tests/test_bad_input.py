@@ -4,6 +4,8 @@ is judged there and nowhere else."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from discovery_harness.deployment.answer_cause import failed_after_ready
@@ -96,9 +98,9 @@ def test_the_verdict_names_the_worker_the_bad_input_and_what_came_back():
     assert judge.violations([_reply(AFTER_BAD_INPUT, 200, "usage.prompt_tokens 0")], "w", "") == []
 
 
-def _exchange(status: int, bad_input: bool) -> Exchange:
+def _exchange(status: int, bad_input: bool, request_id: str = "id") -> Exchange:
     return Exchange(
-        1.0, "POST", "/v1/chat/completions", status, ERROR_BODY, True, "id", 0.5, bad_input
+        1.0, "POST", "/v1/chat/completions", status, ERROR_BODY, True, request_id, 0.5, bad_input
     )
 
 
@@ -106,6 +108,9 @@ def test_a_deliberate_4xx_is_not_an_error_for_a_listed_model():
     deliberate, accidental = _exchange(400, True), _exchange(400, False)
     assert bad_exchanges([deliberate]) == []
     assert [v.kind for v in bad_exchanges([deliberate, accidental])] == [BAD_RESPONSE]
-    # Only a bad input's server error has a cause worth showing.
-    server_error = _exchange(500, True)
-    assert failed_after_ready([deliberate, server_error, accidental]) == [server_error, accidental]
+    # Only a bad input's server error, or its acceptance, has a cause worth showing.
+    server_error, accepted = _exchange(500, True), _exchange(200, True, "accepted")
+    served = _exchange(200, False, "served")
+    exchanges = [deliberate, server_error, accidental, accepted, served]
+    replies = [dataclasses.replace(_reply(BAD_INPUT, 200, "accepted"), request_id="accepted")]
+    assert failed_after_ready(exchanges, replies) == [server_error, accidental, accepted]

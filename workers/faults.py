@@ -249,6 +249,15 @@ def _break_handlers() -> None:
     _replace_generates(lambda _real: failing_generate)
 
 
+def _from_frontend(request: Any) -> bool:
+    """A request the frontend sent, not a canary: it names its model (1.3 on), or its prompt
+    is more than the canary's one token (the canary's `token_ids` is `[bos]` on every release;
+    before 1.3 the frontend's request names no model)."""
+    if not isinstance(request, dict):
+        return False
+    return "model" in request or len(request.get("token_ids") or ()) > 1
+
+
 def _break_real_requests() -> None:
     """The handler serves its first real request (the harness's readiness probe) and its
     canaries, and raises for every later real request: the worker stays ready while clients
@@ -258,7 +267,7 @@ def _break_real_requests() -> None:
     def failing(real: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(real)  # Dynamo reads the handler's signature to decide what it passes
         async def generate(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-            from_frontend = isinstance(request, dict) and "model" in request  # no canary has it
+            from_frontend = _from_frontend(request)
             if from_frontend and served[0] >= REAL_REQUESTS_SERVED:
                 _announce("request-error", f"{type(self).__name__}.generate raises")
                 raise RuntimeError(REQUEST_ERROR_MESSAGE)

@@ -14,6 +14,7 @@ from discovery_harness.deployment.roster import Roster
 from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.judge.answer_evidence import ServingWorker, render_all
 from discovery_harness.model.violations import (
+    BAD_CONTENT,
     BAD_INPUT_ANSWER,
     BAD_RESPONSE,
     STATUS_503,
@@ -21,15 +22,22 @@ from discovery_harness.model.violations import (
 )
 from discovery_harness.processes.managed import without_colours
 from discovery_harness.serving.http_client import Exchange
+from discovery_harness.serving.requests import Reply
 
-ANSWER_KINDS = (STATUS_503, BAD_RESPONSE, BAD_INPUT_ANSWER)
+ANSWER_KINDS = (STATUS_503, BAD_RESPONSE, BAD_CONTENT, BAD_INPUT_ANSWER)
 
 
 def _about(kind: str, exchange: Exchange) -> bool:
     """Whether a failed answer belongs under a violation of `kind`."""
     if kind == BAD_INPUT_ANSWER:
         return exchange.bad_input
-    return not exchange.bad_input and (exchange.status == 503) == (kind == STATUS_503)
+    if exchange.bad_input:
+        return False
+    if kind == STATUS_503:
+        return exchange.status == 503
+    if kind == BAD_CONTENT:
+        return exchange.status == 200
+    return exchange.status >= 400 and exchange.status != 503
 
 
 def with_evidence(
@@ -82,9 +90,16 @@ def serving_workers(roster: Roster, state: DiscoveryState) -> list[ServingWorker
     return workers
 
 
-def failed_after_ready(exchanges: Sequence[Exchange]) -> list[Exchange]:
-    """Every error answer after readiness; of a bad input, a 5xx only (its 4xx is right)."""
-    return [e for e in exchanges if e.after_ready and e.status >= (500 if e.bad_input else 400)]
+def failed_after_ready(exchanges: Sequence[Exchange], replies: Sequence[Reply]) -> list[Exchange]:
+    """Every error answer after readiness (of a bad input, a 5xx only: its 4xx is right), and
+    every 200 whose answer was judged wrong (a bad input's: accepted)."""
+    wrong_200 = {r.request_id for r in replies if r.status == 200 and not r.ok and r.request_id}
+    return [
+        e
+        for e in exchanges
+        if e.after_ready
+        and (e.status >= (500 if e.bad_input else 400) or e.request_id in wrong_200)
+    ]
 
 
 def last_failed_probe(exchanges: Sequence[Exchange]) -> list[Exchange]:

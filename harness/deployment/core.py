@@ -317,7 +317,7 @@ class Deployment(DeploymentQueries):
             self.replies,
             self.frontend_log.text(),
         )
-        failed = answer_cause.failed_after_ready(self.client.exchanges)
+        failed = answer_cause.failed_after_ready(self.client.exchanges, self.replies)
         return answer_cause.with_evidence(violations, failed, self.frontend_log, self.roster(), now)
 
     def _set_aside_known(

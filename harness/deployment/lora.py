@@ -20,6 +20,11 @@ from discovery_harness.deployment.core import Deployment
 from discovery_harness.deployment.fingerprint import differences, discovery_fingerprint
 from discovery_harness.deployment.worker import Worker
 from discovery_harness.discovery.observer import DiscoveryState
+from discovery_harness.judge.answer_evidence import (
+    MOST_LINES,
+    WORKER_MARGIN_S,
+    errors_in_window,
+)
 from discovery_harness.judge.checks import WorkerView, compare_card, named
 from discovery_harness.model.records import ModelCard
 from discovery_harness.model.stand_in_blame import reclassify
@@ -31,6 +36,7 @@ from discovery_harness.model.violations import (
     ContractFailure,
     Violation,
 )
+from discovery_harness.processes.managed import without_colours
 from discovery_harness.runtime.models import locate
 from discovery_harness.serving.requests import LORA_CYCLE
 
@@ -47,6 +53,8 @@ class LoraAnswer:
     action: str
     status: int
     body: str
+    sent_at: float = 0.0  # its window in the worker's log
+    answered_at: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -59,14 +67,18 @@ class LoraAnswer:
 def load(system_port: int, role: str, name: str, adapter: Path) -> LoraAnswer:
     payload = {"lora_name": name, "source": {"uri": adapter.resolve().as_uri()}}
     url = f"http://127.0.0.1:{system_port}/v1/loras"
+    sent_at = time.time()
     response = httpx.post(url, json=payload, timeout=LORA_TIMEOUT_S)
-    return LoraAnswer(role, f"load_lora {name}", response.status_code, response.text)
+    status, body = response.status_code, response.text
+    return LoraAnswer(role, f"load_lora {name}", status, body, sent_at, time.time())
 
 
 def unload(system_port: int, role: str, name: str) -> LoraAnswer:
     url = f"http://127.0.0.1:{system_port}/v1/loras/{name}"
+    sent_at = time.time()
     response = httpx.delete(url, timeout=LORA_TIMEOUT_S)
-    return LoraAnswer(role, f"unload_lora {name}", response.status_code, response.text)
+    status, body = response.status_code, response.text
+    return LoraAnswer(role, f"unload_lora {name}", status, body, sent_at, time.time())
 
 
 def lora_cards(state: DiscoveryState, namespace: str, name: str) -> list[ModelCard]:
@@ -132,6 +144,7 @@ class LoraControl:
                 answer.role,
                 f"{named(by_role[answer.role])} refused {answer.action}: Dynamo answered "
                 f"{answer.status}: {answer.body[:300]}",
+                evidence=_worker_side(by_role[answer.role], answer),
             )
             for answer in self.answers
             if not answer.ok
@@ -210,6 +223,17 @@ def runtime_cycle(deployment: Deployment, name: str = LORA_NAME) -> None:
             ],
         )
     deployment.send("chat", purpose=LORA_CYCLE)
+
+
+def _worker_side(worker: Worker, answer: LoraAnswer) -> str:
+    """What the worker logged while it answered: its errors and traceback, and its log."""
+    lines = without_colours(worker.proc.log_text()).splitlines()
+    errors = errors_in_window(lines, answer.sent_at, answer.answered_at + WORKER_MARGIN_S)
+    shown = "\n".join(f"    | {line}" for line in errors[-MOST_LINES:]) or "    (none)"
+    return (
+        f"{named(worker)}: its errors while answering {answer.action}:\n{shown}\n"
+        f"  full log: {worker.proc.log_path}"
+    )
 
 
 def _fingerprint(deployment: Deployment) -> object:

@@ -81,8 +81,10 @@ class AnswerEvidence:
                 parts.append(_block(f"{worker.named} logged errors near the request", lines))
         else:
             who = self.served_by.named
+            # A 200 judged wrong has no error to show: the worker's lines then are its story.
+            what = "lines" if e.status == 200 else "errors"
             parts.append(
-                _block(f"served by {who}: its errors in the request's window", self.worker_lines)
+                _block(f"served by {who}: its {what} in the request's window", self.worker_lines)
             )
         logs = [f"frontend {frontend_log}"] if frontend_log else []
         if self.served_by is not None and self.served_by.log_path is not None:
@@ -117,10 +119,11 @@ def explain(
     ]
     served = _served_by(routed, workers)
     end = exchange.wall_time + WORKER_MARGIN_S
-    worker_lines = _window_errors(served.log_lines, start, end) if served is not None else []
+    every = exchange.status == 200
+    worker_lines = errors_in_window(served.log_lines, start, end, every) if served else []
     suspects: tuple[tuple[ServingWorker, tuple[str, ...]], ...] = ()
     if served is None:
-        windows = ((w, tuple(_window_errors(w.log_lines, start, end))) for w in workers)
+        windows = ((w, tuple(errors_in_window(w.log_lines, start, end))) for w in workers)
         suspects = tuple((w, lines) for w, lines in windows if lines)
         if not suspects:  # no stamped line near the request (0.7.1 logs none per request)
             lasts = ((w, tuple(_last_unstamped_traceback(w.log_lines, end))) for w in workers)
@@ -165,17 +168,23 @@ def _within(line: str, start: float, end: float) -> bool:
     return stamp is not None and start <= stamp <= end
 
 
-def _window_errors(lines: Sequence[str], start: float, end: float) -> list[str]:
+def errors_in_window(
+    lines: Sequence[str], start: float, end: float, every: bool = False
+) -> list[str]:
     """The worker's ERROR/WARN lines stamped within [start, end] and the tracebacks printed
-    there (a traceback's lines carry no stamp: they belong to the last stamped line)."""
+    there (a traceback's lines carry no stamp: they belong to the last stamped line); with
+    `every`, each of its lines there (what it printed too)."""
     found: list[str] = []
     inside = in_traceback = False
     for line in lines:
         stamp = line_time(line)
         if stamp is not None:
             inside, in_traceback = start - 0.05 <= stamp <= end, False
-            if inside and _SEVERE.search(line) and PROBE_ANSWER not in line:
+            wanted = every or _SEVERE.search(line)
+            if inside and wanted and PROBE_ANSWER not in line:
                 found.append(line)
+        elif inside and every and line.strip():
+            found.append(line)
         elif inside and line.startswith("Traceback"):
             in_traceback = True
             found.append(line)

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from discovery_harness.serving.http_client import RecordingClient
+from discovery_harness.serving.http_client import RecordingClient, request_id_of
 from discovery_harness.serving.model_facts import NO_FACTS
 from discovery_harness.serving.requests import (
     BAD_INPUT,
@@ -154,7 +154,8 @@ def _excerpt(body: str) -> str:
 
 def send_bad(bad: BadInput, client: RecordingClient, model: str) -> Reply:
     """Send one bad input (its exchange marked deliberate: a 4xx there is the promise kept)."""
-    path, body = bad.payload(model)
-    answer = client.post_json(path, body, bad_input=True)
-    problem = refusal_problem(answer.status_code, answer.text)
-    return Reply(bad.kind, path, answer.status_code, problem, answer.text, bad.name, BAD_INPUT)
+    path, payload = bad.payload(model)
+    answer = client.post_json(path, payload, bad_input=True)
+    status, text, request_id = answer.status_code, answer.text, request_id_of(answer)
+    problem = refusal_problem(status, text)
+    return Reply(bad.kind, path, status, problem, text, bad.name, BAD_INPUT, request_id)

@@ -43,6 +43,11 @@ class Exchange:
 REQUEST_ID_HEADER = "x-request-id"
 
 
+def request_id_of(reply: httpx.Response) -> str:
+    """The id an answer is known by in the logs: the frontend's, else the one the harness sent."""
+    return reply.headers.get(REQUEST_ID_HEADER) or reply.request.headers.get(REQUEST_ID_HEADER, "")
+
+
 def new_request_id() -> str:
     """A request id the harness can find again in every log (it says whose it is)."""
     return f"harness-{uuid.uuid4().hex[:20]}"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from discovery_harness.serving import answers, media_answers, pooled_answers
-from discovery_harness.serving.http_client import RecordingClient
+from discovery_harness.serving.http_client import RecordingClient, request_id_of
 from discovery_harness.serving.media_server import image_url, png_bytes
 from discovery_harness.serving.model_facts import NO_FACTS, ModelFacts
 from discovery_harness.serving.shapes import DEFAULT, IMAGE_URL, LISTING, Shape, shape
@@ -40,6 +40,7 @@ class Reply:
     body: str
     shape: str = DEFAULT  # a bad input's name where purpose is BAD_INPUT
     purpose: str = DECLARED
+    request_id: str = ""  # finds its exchange and its lines in the logs
 
     @property
     def ok(self) -> bool:
@@ -243,7 +244,7 @@ def send(
     request = KINDS[kind](model, shape(kind, shape_name), facts)
     if request.payload.get("stream"):
         status, _events = client.stream_sse(request.path, request.payload)
-        body = client.exchanges[-1].body
+        body, request_id = client.exchanges[-1].body, client.exchanges[-1].request_id
         data: Any = body
     else:
         if request.method == "GET":
@@ -251,11 +252,13 @@ def send(
         else:
             reply = client.post_json(request.path, request.payload)
         status, body, data = reply.status_code, reply.text, _json(reply.text)
+        request_id = request_id_of(reply)
     if status != 200:
-        return Reply(kind, request.path, status, f"status {status}", body, shape_name, purpose)
+        refused = f"status {status}"
+        return Reply(kind, request.path, status, refused, body, shape_name, purpose, request_id)
     if request.json_object and not request.payload.get("stream") and not isinstance(data, dict):
         problems = ["the body is not a JSON object"]
     else:
         problems = request.judge(data, request.asked)
     problem = "; ".join(problems) or None
-    return Reply(kind, request.path, 200, problem, body, shape_name, purpose)
+    return Reply(kind, request.path, 200, problem, body, shape_name, purpose, request_id)
