@@ -143,6 +143,9 @@ def test_a_model_listed_before_its_worker_can_serve_is_caught_with_the_frontends
     assert "request(s) for the listed model got 503" in message
     assert "the frontend's log meanwhile" in message and "status=503" in message
     assert "\x1b[" not in message  # the frontend's colour codes stripped
+    # The last refused request's own lines, by its id, under the message.
+    evidence = failure.find(LISTED_EARLY)[0].evidence
+    assert "-> 503" in evidence and "(x-request-id harness-" in evidence, evidence
 
 
 @pytest.mark.pre_merge

@@ -17,6 +17,7 @@ from discovery_harness.model.violations import (
     BAD_CONTENT,
     BAD_INPUT_ANSWER,
     BAD_RESPONSE,
+    LISTED_EARLY,
     STATUS_503,
     Violation,
 )
@@ -24,7 +25,8 @@ from discovery_harness.processes.managed import without_colours
 from discovery_harness.serving.http_client import Exchange
 from discovery_harness.serving.requests import Reply
 
-ANSWER_KINDS = (STATUS_503, BAD_RESPONSE, BAD_CONTENT, BAD_INPUT_ANSWER)
+ANSWER_KINDS = (STATUS_503, BAD_RESPONSE, BAD_CONTENT, BAD_INPUT_ANSWER, LISTED_EARLY)
+NOT_FOUND_YET = (404, 503)  # a listed model "not found" or "not ready": listed too early
 
 
 def _about(kind: str, exchange: Exchange) -> bool:
@@ -37,6 +39,8 @@ def _about(kind: str, exchange: Exchange) -> bool:
         return exchange.status == 503
     if kind == BAD_CONTENT:
         return exchange.status == 200
+    if kind == LISTED_EARLY:
+        return exchange.status in NOT_FOUND_YET
     return exchange.status >= 400 and exchange.status != 503
 
 
