@@ -582,6 +582,19 @@ IMAGE_DIFFUSION = Topology(
             ),
         ),
         KnownViolation(
+            kind=BAD_RESPONSE,
+            dynamo_versions=("1.1.1", "1.2.1", "1.3.1"),
+            reason="Dynamo 1.1-1.3's frontend reads the images request's `size` as OpenAI's "
+            "enum: a size a diffusion model takes (384x512) is answered 400 'unknown variant "
+            "`384x512`, expected one of `auto`, `256x256`, `512x512`, ...' before any worker "
+            "sees it (finding 26; 1.4 on passes any WxH to the worker)",
+            shape="image[size]",
+            cites=(
+                "the frontend's images request type (1.3.1: its deserialisation error, measured "
+                "on 1.1.1, 1.2.1 and 1.3.1)",
+            ),
+        ),
+        KnownViolation(
             kind=BAD_INPUT_ANSWER,
             dynamo_versions=("1.4.2", "1.5.1"),
             reason="Dynamo 1.4-1.5's image handler catches every exception, a size it cannot "
@@ -611,6 +624,20 @@ VIDEO_GENERATION = Topology(
     ),
     requests=("video",),
     known_violations=(
+        KnownViolation(
+            kind=BAD_CONTENT,
+            dynamo_versions=("1.2.1",),
+            reason="Dynamo 1.2's video handler encodes only with h264_nvenc, NVIDIA's hardware "
+            "encoder, with no fallback: where there is none (the CPU tier; H100 and A100 have "
+            "no NVENC) ffmpeg's pipe breaks and every video is answered 200 `status: failed` "
+            "(finding 28; 1.3 retries with libx264, 1.1 and 1.4 on use a software codec)",
+            shape="video[default]",
+            cites=(
+                "dynamo/sglang/request_handlers/video_generation/video_generation_handler.py "
+                "(1.2.1: _frames_to_video, codec='h264_nvenc', lines 262-299; 1.3.1: the "
+                "libx264 retry, lines 305-313)",
+            ),
+        ),
         KnownViolation(
             kind=BAD_INPUT_ANSWER,
             dynamo_versions=("1.1.1", "1.2.1", "1.3.1", "1.4.2", "1.5.1"),

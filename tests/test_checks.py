@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from discovery_harness.judge import checks, incompatible
@@ -149,6 +150,22 @@ def test_a_400_or_422_after_readiness_fails_the_verdict():
     assert [v.kind for v in found] == [BAD_RESPONSE]
     assert "-> 400" in found[0].message and "-> 422" in found[0].message
     assert checks.bad_exchanges([_exchange(400, False)]) == []  # a probe before readiness
+
+
+def test_errors_of_one_request_shape_are_one_violation_with_that_shape():
+    """So a release can declare the one shape it refuses (1.1-1.3's `image[size]` 400)."""
+    size, default, probe = (
+        dataclasses.replace(_exchange(400, True), request_id=rid) for rid in ("a", "b", "c")
+    )
+    labels = {"a": "image[size]", "b": "image[default]"}
+    found = checks.bad_exchanges([size, default, probe], labels)
+    assert [(v.kind, v.shape) for v in found] == [
+        (BAD_RESPONSE, "image[size]"),
+        (BAD_RESPONSE, "image[default]"),
+        (BAD_RESPONSE, None),
+    ]
+    assert "for a listed model (image[size]):" in found[0].message
+    assert found[0].at == (size.wall_time,)
 
 
 def test_servable_follows_the_declared_needs():

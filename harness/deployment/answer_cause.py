@@ -66,14 +66,20 @@ def with_evidence(
         if violation.kind not in ANSWER_KINDS or violation.kind in shown:
             found.append(violation)
             continue
-        mine = [e for e in failed if _about(violation.kind, e)]
+        # A violation that says when (each answer's time) is about those answers only.
+        mine = [
+            e
+            for e in failed
+            if _about(violation.kind, e) and (not violation.at or e.wall_time in violation.at)
+        ]
         if not mine:
             found.append(violation)
             continue
         cause = render_all(mine, frontend_lines, workers, frontend_path)
         evidence = "\n".join(part for part in (violation.evidence, cause) if part)
         found.append(dataclasses.replace(violation, evidence=evidence))
-        shown.add(violation.kind)  # once per kind: the next of its kind would repeat it
+        if not violation.at:
+            shown.add(violation.kind)  # once per kind: the next of its kind would repeat it
     return found
 
 

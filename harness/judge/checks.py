@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -306,10 +307,14 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-def bad_exchanges(exchanges: list[Exchange]) -> list[Violation]:
+def bad_exchanges(
+    exchanges: list[Exchange], labels: Mapping[str, str] | None = None
+) -> list[Violation]:
     """Any 503 after readiness, and any other 4xx or 5xx for the (listed) model: a declared
     request answered 400 or 422 fails the verdict, not only the test's own assertion. A bad
-    input's exchange is judged by its own rule (judge/bad_input.py)."""
+    input's exchange is judged by its own rule (judge/bad_input.py). `labels` names each
+    request id's shape (`image[size]`): the errors of one shape are one violation with that
+    shape, so a release can declare the one shape it refuses."""
     problems: list[Violation] = []
     after = [e for e in exchanges if e.after_ready and not e.bad_input]
     unavailable = [e for e in after if e.status == 503]
@@ -323,14 +328,21 @@ def bad_exchanges(exchanges: list[Exchange]) -> list[Violation]:
                 at=tuple(e.wall_time for e in unavailable),
             )
         )
-    errors = [e for e in after if e.status >= 400 and e.status != 503]
-    if errors:
+    by_shape: dict[str | None, list[Exchange]] = {}
+    for e in after:
+        if e.status >= 400 and e.status != 503:
+            by_shape.setdefault((labels or {}).get(e.request_id), []).append(e)
+    for label, errors in by_shape.items():
         problems.append(
             Violation(
                 BAD_RESPONSE,
                 None,
-                f"{len(errors)} error response(s) for a listed model:\n"
+                f"{len(errors)} error response(s) for a listed model"
+                + (f" ({label})" if label else "")
+                + ":\n"
                 + "\n".join(f"    {e.describe()}" for e in errors),
+                at=tuple(e.wall_time for e in errors),
+                shape=label,
             )
         )
     return problems

@@ -152,7 +152,8 @@ def after_ready(
 ) -> list[Violation]:
     """What went wrong once the deployment was ready: refused or bad answers, workers the
     frontend rejected, and discovery's state now."""
-    violations = checks.bad_exchanges(list(exchanges))
+    labels = {r.request_id: r.label for r in replies if r.request_id}
+    violations = checks.bad_exchanges(list(exchanges), labels)
     answers = [r for r in replies if r.purpose != BAD_INPUT]
     violations += [bad_answer(r, workers) for r in answers if not r.ok and r.status == 200]
     violations += bad_input.violations(replies, *serving_role(workers))
