@@ -186,10 +186,22 @@ PREFILL_RESTART_503 = KnownViolation(
     ),
 )
 
+# Finding 6: before 1.3 the frontend lists a P/D model on the prefill card alone (1.0-1.2) and
+# answers 404 until decode's card comes; a race the operator's readiness settings widen
+# (measured with them on 1.1.1 and 1.2.1: disaggregated in both, lora-p-d on 1.1.1).
+PAIR_LISTED_EARLY = KnownViolation(
+    kind=LISTED_EARLY,
+    dynamo_versions=("1.0.2", "1.1.1", "1.2.1"),
+    reason="Dynamo before 1.3 lists a prefill/decode model as soon as the prefill card exists "
+    "and answers 404 'Model not found' until the decode worker registers (finding 6; 1.3's "
+    "topology readiness, PR #9815, lists a namespace only once every need is met)",
+    cites=("ai-dynamo/dynamo#9815 (cards carry worker_type / needs: the fix, from 1.3)",),
+)
+
 DISAGGREGATED = Topology(
     name="disaggregated",
     eras=eras.DISAGGREGATED_ERAS,
-    known_violations=(PREFILL_RESTART_503,),
+    known_violations=(PREFILL_RESTART_503, PAIR_LISTED_EARLY),
     workers=(
         WorkerSpec(
             role="prefill",
@@ -262,7 +274,7 @@ DISAGGREGATED = Topology(
 # Finding 20: before 1.6 the embedding worker's canary is the LLM's (upstream #14680, found by
 # running each release with the operator's readiness settings): its handler refuses every one,
 # and with the endpoint list set the worker turns not ready a second after it said ready.
-_EMBEDDING_CANARY_RELEASES = ("1.3.1", "1.4.2", "1.5.1")  # measured; 1.0.2-1.2.1 not judged
+_EMBEDDING_CANARY_RELEASES = ("1.0.2", "1.1.1", "1.2.1", "1.3.1", "1.4.2", "1.5.1")  # measured
 _EMBEDDING_CANARY_REASON = (
     "Dynamo before 1.6 hands the embedding worker's serve_endpoint the generate-shaped "
     "SglangHealthCheckPayload (token_ids, stop_conditions, ...), which the embedding handler's "
@@ -288,6 +300,8 @@ EMBEDDING_CANARY_GENERATE_SHAPED = (
     ),
 )
 
+_EMBEDDING_OPTIONS_IGNORED = ("0.9.1", "1.0.2", "1.1.1", "1.2.1")  # measured (finding 30)
+
 EMBEDDING_TOPOLOGY = Topology(
     name="embedding",
     eras=eras.EMBEDDING_ERAS,
@@ -304,7 +318,25 @@ EMBEDDING_TOPOLOGY = Topology(
     requests=("embedding",),
     gpu=_alone("embedding", vram_gib=3.0, start_timeout_s=300),
     shapes=EVERY_SHAPE,
-    known_violations=EMBEDDING_CANARY_GENERATE_SHAPED,
+    known_violations=(
+        *EMBEDDING_CANARY_GENERATE_SHAPED,
+        *(
+            KnownViolation(
+                kind=BAD_CONTENT,
+                dynamo_versions=_EMBEDDING_OPTIONS_IGNORED,
+                reason="Dynamo before 1.3's embedding handler passes only the input to the "
+                "engine: `encoding_format` and `dimensions` are dropped and every answer is "
+                "the full-length float list (finding 30; 1.3 reads both)",
+                shape=shape,
+                cites=(
+                    "dynamo/sglang/request_handlers/embedding/embedding_handler.py (1.1.1: "
+                    "generate lines 35-70, _transform_response lines 72-99; 1.3.1 adds "
+                    "dimensions and encoding_format, lines 95-118)",
+                ),
+            )
+            for shape in ("embedding[base64]", "embedding[dimensions]")
+        ),
+    ),
 )
 
 RERANK_TOPOLOGY = Topology(
@@ -347,7 +379,7 @@ ENCODER_READY_BEFORE_CARD = KnownViolation(
 # a canary or a request's success mark it (upstream #8592, fixed by 1.5.1).
 ENCODER_NEVER_READY = KnownViolation(
     kind=NEVER_READY,
-    dynamo_versions=("1.3.1", "1.4.2"),
+    dynamo_versions=("1.2.1", "1.3.1", "1.4.2"),  # 1.1.1 sets Ready eagerly (measured)
     reason="Dynamo before 1.5, with the canary on, keeps an endpoint without a health-check "
     "payload not ready: the multimodal encoder serves (its requests succeed) while its /health "
     "answers 503 for its whole life",
@@ -363,8 +395,9 @@ ENCODER_NEVER_READY = KnownViolation(
 # the error as a response, so the runtime logs a success and the workers stay ready.
 MM_CANARY_REJECTED = KnownViolation(
     kind=CANARY_REJECTED,
-    # 1.3.1-1.5.1: the same payloads (1.5.1: init_multimodal.py lines 163-165 and 230)
-    dynamo_versions=("1.3.1", "1.4.2", "1.5.1", "1.6.1"),
+    # 1.3.1-1.5.1: the same payloads (1.5.1: init_multimodal.py lines 163-165 and 230);
+    # 1.0.2-1.2.1: measured the same refusal ("request: Field required").
+    dynamo_versions=("1.0.2", "1.1.1", "1.2.1", "1.3.1", "1.4.2", "1.5.1", "1.6.1"),
     reason="Dynamo 1.3.1 to 1.6.1's multimodal workers send the LLM health-check payloads "
     "(SglangHealthCheckPayload, SglangDisaggHealthCheckPayload, SglangPrefillHealthCheckPayload: "
     "flat token_ids) to handlers that validate a wrapped SglangMultimodalRequest / "
@@ -377,6 +410,23 @@ MM_CANARY_REJECTED = KnownViolation(
         "lines 552-579 and 833-936)",
         "ai-dynamo/dynamo#14680 (the same class: the embedding canary shaped for generate)",
     ),
+)
+
+# Finding 31: before 1.1 the public multimodal processor writes the chat answers itself.
+PROCESSOR_OWN_CHUNKS = tuple(
+    KnownViolation(
+        kind=BAD_CONTENT,
+        dynamo_versions=("0.9.1", "1.0.2"),  # measured (0.7-0.8: their mm-encode never serves)
+        reason="Dynamo before 1.1's multimodal processor builds each chat chunk itself: "
+        "`model` is the model's path (not the served name), and the final chunk carries usage "
+        "with prompt_tokens 0, asked for or not (finding 31)",
+        shape=shape,
+        cites=(
+            "dynamo/sglang/request_handlers/multimodal/processor_handler.py (1.0.2: "
+            "self.model = server_args.model_path, line 44; the chunk, lines 177-195)",
+        ),
+    )
+    for shape in ("chat-image[default]", "chat-image[image-url]", "chat-image-stream[default]")
 )
 
 MM_ENCODE_PD = Topology(
@@ -432,7 +482,12 @@ MM_ENCODE_PD = Topology(
             ),
         )
     ),
-    known_violations=(MM_CANARY_REJECTED, ENCODER_READY_BEFORE_CARD, ENCODER_NEVER_READY),
+    known_violations=(
+        MM_CANARY_REJECTED,
+        ENCODER_READY_BEFORE_CARD,
+        ENCODER_NEVER_READY,
+        *PROCESSOR_OWN_CHUNKS,
+    ),
 )
 
 MM_ENCODE_P_D = Topology(
@@ -538,6 +593,7 @@ MM_ENCODE_P_D = Topology(
         MM_CANARY_REJECTED,
         ENCODER_READY_BEFORE_CARD,
         ENCODER_NEVER_READY,
+        *PROCESSOR_OWN_CHUNKS,
     ),
 )
 
@@ -624,6 +680,17 @@ VIDEO_GENERATION = Topology(
     ),
     requests=("video",),
     known_violations=(
+        KnownViolation(
+            kind=CANARY_REJECTED,
+            dynamo_versions=("1.2.1",),
+            reason="Dynamo 1.2's video canary generates a video, whose encoding needs NVENC "
+            "(finding 28): without it every canary fails in ffmpeg (the handler answers the "
+            "error, so the worker stays ready)",
+            cites=(
+                "dynamo/sglang/request_handlers/video_generation/video_generation_handler.py "
+                "(1.2.1: _frames_to_video, codec='h264_nvenc')",
+            ),
+        ),
         KnownViolation(
             kind=BAD_CONTENT,
             dynamo_versions=("1.2.1",),
@@ -952,7 +1019,11 @@ LORA_P_D = Topology(
     requests=("chat",),
     gpu=DISAGGREGATED.gpu,
     assets=("lora",),
-    known_violations=(LORA_WITHOUT_GENERATE_CAPABILITY, LORA_UNLOAD_DEACTIVATES_PREFILL),
+    known_violations=(
+        LORA_WITHOUT_GENERATE_CAPABILITY,
+        LORA_UNLOAD_DEACTIVATES_PREFILL,
+        PAIR_LISTED_EARLY,
+    ),
 )
 
 # Before 1.1, Dynamo's GET /v1/models answered each model as {"object": "object"} with no
@@ -967,6 +1038,30 @@ OLD_RELEASE_LISTING = KnownViolation(
     "issue 25)",
     shape="listing[default]",
     cites=("lib/llm/src/http/service/openai.rs (list_models_openai, before 1.1)",),
+)
+
+# Finding 29: 1.0.x's canary looks its own instance up before the instance is known to the
+# runtime's router: "Health check request failed for generate: instance_id=… not found" for
+# every endpoint with a payload (measured on 1.0.2 on every such worker); with the endpoint
+# list set, a failed canary turns a ready endpoint not ready again.
+CANARY_INSTANCE_NOT_FOUND = (
+    KnownViolation(
+        kind=CANARY_REJECTED,
+        dynamo_versions=("1.0.2",),
+        reason="Dynamo 1.0's canary fails 'instance_id=… not found for endpoint …' on every "
+        "worker with a health-check payload (upstream #8294; the fix was backported to 1.1.0)",
+        cites=(
+            "ai-dynamo/dynamo#8294 (sglang decode canaries: instance_id not found)",
+            "ai-dynamo/dynamo#8816 (its backport to 1.1.0)",
+        ),
+    ),
+    KnownViolation(
+        kind=UNREADY_AFTER_READY,
+        dynamo_versions=("1.0.2",),
+        reason="Dynamo 1.0 sets an endpoint Ready eagerly and a failed canary turns it not "
+        "ready (upstream #8165), and every canary of 1.0 fails (#8294)",
+        cites=("ai-dynamo/dynamo#8165 (a failed first canary flips Ready)",),
+    ),
 )
 
 # Measured by the history run of 2026-12-06 (0.7.0-1.5.1, every topology that serves text chat):
@@ -996,18 +1091,27 @@ IMAGE_TO_TEXT_ONLY_ACCEPTED = KnownViolation(
 
 
 # The older releases whose readiness contract was measured (each one's workers run with the
-# operator's settings: /health with the endpoint list, the canary, the frontend's /ready): what
-# they get wrong is declared above per topology (findings 20-22). 1.0.2-1.2.1 are not: their
-# frontends have no /v1/models/{model}/ready (404 "Model not found"; measured on 1.1.1 and
-# 1.2.1) and their canaries differ (findings.md, "Readiness across releases").
-READINESS_RELEASES = ">=1.3,<1.6"
+# operator's settings: /health with the endpoint list, the canary): what they get wrong is
+# declared above per topology (findings 20-22, 29). The frontend's /ready is judged from 1.3:
+# 1.0.2-1.2.1's frontends have no /v1/models/{model}/ready (404 "Model not found"; measured
+# on 1.1.1 and 1.2.1; findings.md, "Readiness across releases").
+READINESS_RELEASES = ">=1.0,<1.6"
+FRONTEND_READINESS_RELEASES = ">=1.3,<1.6"
 
 
 def _with_release_wide(topology: Topology) -> Topology:
     """Every topology carries the known violations of a release's frontend, not of a mode."""
-    known = (*topology.known_violations, OLD_RELEASE_LISTING, IMAGE_TO_TEXT_ONLY_ACCEPTED)
+    known = (
+        *topology.known_violations,
+        OLD_RELEASE_LISTING,
+        IMAGE_TO_TEXT_ONLY_ACCEPTED,
+        *CANARY_INSTANCE_NOT_FOUND,
+    )
     return dataclasses.replace(
-        topology, known_violations=known, readiness_releases=READINESS_RELEASES
+        topology,
+        known_violations=known,
+        readiness_releases=READINESS_RELEASES,
+        frontend_readiness_releases=FRONTEND_READINESS_RELEASES,
     )
 
 

@@ -68,7 +68,7 @@ def test_a_release_keeps_the_known_violations_declared_for_it():
     assert on_0_7 == {("bad-response-content", "listing[default]"), image_to_text}
     assert all("0.7.1" in k.dynamo_versions for k in epd.for_release("0.7.1").known_violations)
     on_1_1 = {(k.kind, k.shape) for k in epd.for_release("1.1.1").known_violations}
-    assert on_1_1 == {image_to_text}
+    assert on_1_1 == {image_to_text, ("canary-rejected", None)}  # finding 15, measured on 1.1
     assert sum(k.applies_to(OWN) for k in epd.for_release(OWN).known_violations) == 4
 
 
@@ -79,6 +79,11 @@ def test_readiness_is_judged_on_the_releases_it_was_measured_on():
     assert aggregated.for_release("1.5.1").health_judged
     assert not aggregated.for_release("0.7.1").health_judged
     assert aggregated.for_release(OWN).health_judged
+    # 1.0-1.2: the workers' /health and canaries, not the frontend's /ready (no such route).
+    on_1_2 = aggregated.for_release("1.2.1")
+    assert on_1_2.health_judged and not on_1_2.frontend_readiness_judged
+    assert aggregated.for_release("1.3.1").frontend_readiness_judged
+    assert aggregated.for_release(OWN).frontend_readiness_judged
     embedding = CATALOGUE.topology("embedding").for_release("1.5.1")
     kinds = {k.kind for k in embedding.known_violations}
     assert kinds >= {"canary-rejected", "unready-after-ready"}

@@ -161,5 +161,5 @@ def for_plan(plan: DeploymentPlan, read_etcd: Callable[[], DiscoveryState]) -> F
         read_etcd,
         roles_of_types(workers),
         asked_during_start=plan.frontend_mode != LATE,
-        judged=bool(plan.topology.public_workers) and plan.topology.health_judged,
+        judged=bool(plan.topology.public_workers) and plan.topology.frontend_readiness_judged,
     )

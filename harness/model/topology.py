@@ -192,6 +192,9 @@ class Era:
     # was measured on 1.6.1 with the operator's endpoint-health setting; older releases are not
     # held to it (0.7.1's frontend has no /v1/models/{model}/ready at all).
     health_judged: bool = False
+    # Whether the frontend's /ready and /health are judged against etcd (with health_judged):
+    # the route exists from 1.3 on (404 "Model not found" on 1.1.1 and 1.2.1, measured).
+    frontend_readiness_judged: bool = False
     # Whether a worker's self-description (its metrics' model label, its card's runtime_config,
     # its LoRA cards' runtime data) is judged: measured on 1.6.1; older releases are not held
     # to it.
@@ -246,6 +249,9 @@ class Topology:
     # and are judged by it, what they get wrong declared as known violations (a PEP 440
     # range; "": none). Releases outside it run as their history was measured.
     readiness_releases: str = ""
+    # Of those, the releases whose frontend has the readiness route (`/v1/models/{model}/ready`)
+    # judged against etcd too ("": all of readiness_releases).
+    frontend_readiness_releases: str = ""
 
     @property
     def asset_keys(self) -> tuple[str, ...]:
@@ -272,7 +278,10 @@ class Topology:
         if self.readiness_releases and SpecifierSet(self.readiness_releases).contains(
             version, True
         ):
-            era = dataclasses.replace(era, health_judged=True)
+            frontend = SpecifierSet(self.frontend_readiness_releases or self.readiness_releases)
+            era = dataclasses.replace(
+                era, health_judged=True, frontend_readiness_judged=frontend.contains(version, True)
+            )
         return dataclasses.replace(
             self,
             workers=era.workers or tuple(map(era.shape, self.workers)),
@@ -289,6 +298,11 @@ class Topology:
     def health_judged(self) -> bool:
         """Whether its workers' /health and the frontend's /ready are held to their contracts."""
         return self.era is None or self.era.health_judged
+
+    @property
+    def frontend_readiness_judged(self) -> bool:
+        """Whether the frontend's /ready and /health are held to agree with etcd."""
+        return self.era is None or (self.era.health_judged and self.era.frontend_readiness_judged)
 
     @property
     def self_description_judged(self) -> bool:
