@@ -5,6 +5,7 @@ from __future__ import annotations
 from discovery_harness.history import compare
 from discovery_harness.history.record import ItemFindings
 from discovery_harness.history.run import ReleaseRun
+from discovery_harness.history.stability import Stable
 
 LISTED_EARLY = {"kind": "listed-before-topology-complete", "role": "-", "message": "m"}
 NEVER = {"kind": "never-registered", "role": "mm-worker", "message": "m"}
@@ -17,7 +18,12 @@ def _run(release: str, **cells: ItemFindings) -> ReleaseRun:
 
 
 def _failed(*violations: dict, stability: str = "") -> ItemFindings:
-    return ItemFindings("failed", violations=list(violations), stability=stability)
+    """A failed cell whose reruns `stability` names ("intermittent 1/3": 1 of 3 runs failed)."""
+    stable = {}
+    if stability:
+        failed, runs = (int(n) for n in stability.split()[-1].split("/"))
+        stable = Stable(runs, {"seen": failed}, failed).record()
+    return ItemFindings("failed", violations=list(violations), stability=stability, stable=stable)
 
 
 PASSED = ItemFindings("passed")

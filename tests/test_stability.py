@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from discovery_harness.history import compare, table
 from discovery_harness.history import run as history_run
-from discovery_harness.history import table
 from discovery_harness.history.record import ItemFindings
 from discovery_harness.history.run import ReleaseRun
 from discovery_harness.history.stability import (
     CONFORMANT,
     DETERMINISTIC,
     INTERMITTENT,
+    Stable,
     judge_stably,
 )
 
@@ -30,6 +31,50 @@ def test_a_verdict_is_rerun_until_two_runs_agree():
     assert (flaky.outcome, flaky.runs) == (INTERMITTENT, 3)
     assert "a: 503-after-ready (intermittent 2/3)" in flaky.describe()
 
+
+
+def test_the_same_runs_get_the_same_label_in_bisect_history_and_compare(monkeypatch, tmp_path):
+    """{a}, {a, b}, {a}: a violation every run saw beside one seen once is deterministic in
+    the bisect's oracle, in the history's cell and in compare; a window (some run saw
+    nothing) is intermittent in all three."""
+    a, b = "aggregated: never-registered worker", "aggregated: listed-before-topology-complete"
+    for runs, label, window in (
+        ([{a}, {a, b}, {a}], "deterministic 3/3", False),
+        ([{a}, set(), {a}], "intermittent 2/3", True),
+    ):
+        bisected = judge_stably(_scripted(*runs))
+        assert bisected.label == label
+        cell = _history_cell(monkeypatch, tmp_path / label.replace(" ", "-"), runs)
+        assert cell.stability == label
+        assert compare.CellClass.of(cell).window is window
+        assert Stable.from_record(cell.stable) == bisected
+
+
+def _scripted(*runs: set[str]):
+    queue = [frozenset(r) for r in runs]
+    return lambda: queue.pop(0)
+
+
+def _history_cell(monkeypatch, out: Path, runs: list[set[str]]) -> ItemFindings:
+    """The aggregated cell of a history whose runs of it saw `runs` (key: 'topology: kind role')."""
+
+    def item(keys: set[str]) -> ItemFindings:
+        violations = [
+            {"kind": k.split()[1], "role": " ".join(k.split()[2:]), "message": "m"} for k in keys
+        ]
+        return ItemFindings("failed" if keys else "passed", "x", violations=violations)
+
+    later = iter(runs[1:])
+    monkeypatch.setattr(
+        history_run,
+        "run_release",
+        lambda release, topologies, *_: ReleaseRun(
+            release, "env", findings={t: item(next(later)) for t in topologies}
+        ),
+    )
+    first = ReleaseRun("1.6.1", "env", findings={"aggregated": item(runs[0])})
+    out.mkdir(parents=True)
+    return history_run.rerun_failed(first, Path("envs"), out, [], most=3).findings["aggregated"]
 
 
 def _never(role: str) -> ItemFindings:

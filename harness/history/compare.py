@@ -1,8 +1,8 @@
 """Do two history runs read the same? Cell by cell, windows compared as windows.
 
-A cell's verdict is deterministic (conformant, or the same violations on every run) or a
-window (violations some runs saw and others did not: `stability` says "intermittent k/N";
-and the race kinds below, windows by what they observe).
+A cell's verdict is deterministic (conformant, or failed on every run) or a window (some runs
+saw nothing: its `Stable` record, the one rule history.stability holds; and the race kinds
+below, windows by what they observe).
 Two histories agree on a cell when both are conformant, when both fail deterministically with
 the same violation kinds, or when either saw a window and the other saw those kinds at most
 (nothing, the same window, or the same kinds every time): a window is a rate, and two samples
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from discovery_harness.history.record import ItemFindings
 from discovery_harness.history.run import ReleaseRun
+from discovery_harness.history.stability import Stable
 from discovery_harness.model.violations import BAD_RESPONSE, LISTED_EARLY
 
 OK, SKIPPED = "ok", "-"
@@ -44,7 +45,7 @@ class CellClass:
         if item.outcome == "passed":
             return cls(frozenset())
         kinds = frozenset(v["kind"] for v in item.violations) or frozenset({item.outcome})
-        if item.stability.startswith("intermittent") and not _every_run_failed(item):
+        if item.stable and Stable.from_record(item.stable).window:
             return cls(kinds, window=True)
         # Every run failed (deterministic, or intermittent N/N: the runs saw different sets,
         # which the race kinds make so): the other kinds are taken as steady.
@@ -61,13 +62,6 @@ class CellClass:
         if self.window:
             return f"window: {what}"
         return f"FAIL: {what}" + (f"; {races}" if races else "")
-
-
-def _every_run_failed(item: ItemFindings) -> bool:
-    """ "intermittent k/N" with k == N: each run failed, with different violations."""
-    rate = item.stability.split()[-1] if item.stability else ""
-    failed, _, runs = rate.partition("/")
-    return bool(runs) and failed == runs
 
 
 def agree(a: CellClass, b: CellClass) -> bool:

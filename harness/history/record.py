@@ -52,9 +52,11 @@ class ItemFindings:
     requests: list[dict] = field(default_factory=list)
     violations: list[dict] = field(default_factory=list)
     known: list[str] = field(default_factory=list)
-    # Re-runs of a failed item (history --runs): "deterministic 2/2" when every run saw the
-    # same violations, "intermittent k/N" when some run did not; "" for one run.
+    # Re-runs of a failed item (history --runs): its label ("deterministic 2/2": some
+    # violation seen on every run; "intermittent k/N": none was) and the runs' record
+    # (history.stability.Stable, what compare reads); "" and {} for one run.
     stability: str = ""
+    stable: dict = field(default_factory=dict)
     judged: dict[str, bool] = field(default_factory=dict)  # JUDGED; {} in older records
 
     def add(self, name: str, value: str) -> None:

@@ -18,7 +18,7 @@ from xml.etree import ElementTree
 
 from discovery_harness.common import locations
 from discovery_harness.history.record import ItemFindings
-from discovery_harness.history.stability import finding_keys, rate
+from discovery_harness.history.stability import Stable, finding_keys, more_runs_needed
 from discovery_harness.runtime import dynamo_env, gpus
 
 CONFORMANCE_TEST = "test_registers_and_serves"
@@ -83,7 +83,7 @@ def rerun_failed(
         if item.outcome in ("failed", "error")
     }
     for attempt in range(2, most + 1):
-        todo = [t for t, keys in runs.items() if len(keys) < 2 or keys[0] != keys[1]]
+        todo = [t for t, keys in runs.items() if more_runs_needed(keys, most)]
         if not todo:
             break
         again_dir = out_dir / "reruns" / f"{run.release}-run{attempt}"
@@ -95,7 +95,9 @@ def rerun_failed(
             found = again.findings.get(topology)
             runs[topology].append(finding_keys(topology, found) if found else runs[topology][0])
     for topology, keys in runs.items():
-        run.findings[topology].stability = rate(keys)
+        stable = Stable.of(keys)
+        run.findings[topology].stability = stable.label
+        run.findings[topology].stable = stable.record()
     return run
 
 
