@@ -1,5 +1,7 @@
 """The harness's tests of itself: marked `harness_tests` (an -m selection takes them only when
-it names them, plugin.parametrize), and `unit` unless they say otherwise."""
+it names them, plugin.parametrize), and `unit` unless they start a process (`process`: a CLI,
+an inner pytest in a subprocess, a tool; `e2e`: real etcd, NATS, frontend and workers). A
+`unit` test that starts one fails, naming the marker it needs."""
 
 import subprocess
 from collections.abc import Callable
@@ -18,8 +20,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if HERE not in Path(item.path).resolve().parents:
             continue  # a scenario (this hook sees the whole session's items)
         item.add_marker(pytest.mark.harness_tests)
-        if item.get_closest_marker("e2e") is None:
+        if item.get_closest_marker("e2e") is None and item.get_closest_marker("process") is None:
             item.add_marker(pytest.mark.unit)
+
+
+@pytest.fixture(autouse=True)
+def _unit_starts_no_process(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `unit` test that starts a process fails, naming the marker it needs instead: the
+    marker means what it says (no processes)."""
+    if request.node.get_closest_marker("unit") is None:
+        return
+    def refuse(self: subprocess.Popen[bytes], args: object, *rest: object, **kw: object) -> None:
+        raise AssertionError(
+            f"a `unit` test started a process ({args!r:.120}): mark it `process` (or `e2e`)"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
 
 
 @pytest.fixture

@@ -12,8 +12,6 @@ from pathlib import Path
 import grimp
 import pytest
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 MOST_LINES = 400
@@ -35,12 +33,14 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.process
 def test_the_import_contracts_hold() -> None:
     result = lint_imports(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
 
 
+@pytest.mark.process
 def test_an_import_from_a_lower_layer_upwards_breaks_the_contract(tmp_path: Path) -> None:
     """The contracts can fail: a copy of the tree where the model layer imports the
     deployment is refused, naming both modules."""

@@ -117,6 +117,7 @@ def test_a_broken_topology_is_named_with_its_mistake(mistake):
         assert any(text in p for p in problems), problems
 
 
+@pytest.mark.process
 def test_a_catalogue_named_by_the_environment_is_checked_when_loaded(tmp_path, monkeypatch):
     """HARNESS_CATALOGUE's catalogue too: loading it fails with every problem, and a command
     reading it says so in one usage error (exit 4), no traceback."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.checkout_copy import copy_checkout, size_of
 
 
@@ -13,6 +15,7 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
 
+@pytest.mark.process
 def test_a_copy_holds_the_files_git_knows_and_no_environment(tmp_path):
     repo = tmp_path / "checkout"
     (repo / "harness").mkdir(parents=True)

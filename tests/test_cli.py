@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from discovery_harness.plugin.options import ENV_VARIABLES
 from discovery_harness_workers.faults import FAULTS
 from tests.inner_pytest import ROOT, run_pytest, session_env
@@ -26,6 +28,7 @@ def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
     )
 
 
+@pytest.mark.process
 def test_conformance_help_says_what_it_runs_and_shows_no_report():
     result = _harness("conformance", "--help")
     assert result.returncode == 0, result.stderr
@@ -35,6 +38,7 @@ def test_conformance_help_says_what_it_runs_and_shows_no_report():
     assert "general:" not in result.stdout and "--junitxml" not in result.stdout  # no pytest help
 
 
+@pytest.mark.process
 def test_models_list_exits_0_with_a_status_column_once(tmp_path):
     empty = {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
     listed = _harness("models", "list", "rerank", env=empty)
@@ -49,6 +53,7 @@ def test_models_list_exits_0_with_a_status_column_once(tmp_path):
     assert checked.returncode == 1, checked.stdout + checked.stderr
 
 
+@pytest.mark.process
 def test_a_closed_pipe_ends_a_printing_command_quietly():
     for command in (["plan"], ["topologies"]):
         proc = subprocess.Popen(
@@ -66,6 +71,7 @@ def test_a_closed_pipe_ends_a_printing_command_quietly():
         assert "Traceback" not in errors and "BrokenPipeError" not in errors, errors
 
 
+@pytest.mark.process
 def test_pytest_help_shows_the_harness_group_early_with_roles_faults_and_variables():
     result = run_pytest("--help", env={"COLUMNS": "2000"}, timeout=60)  # no wrapping
     lines = result.stdout.splitlines()
@@ -78,6 +84,7 @@ def test_pytest_help_shows_the_harness_group_early_with_roles_faults_and_variabl
     assert all(name in tail for name in ENV_VARIABLES), tail
 
 
+@pytest.mark.process
 def test_the_runs_first_lines_name_the_injected_faults():
     faulty = run_pytest("--collect-only", "-q", "--inject-fault", "worker=handler-error", SCENARIO)
     assert "discovery harness: faults injected: worker=handler-error" in faulty.stdout

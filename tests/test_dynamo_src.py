@@ -68,12 +68,14 @@ def test_without_an_environment_of_its_minor_the_nearest_is_chosen_and_the_reaso
     assert "0.7.0, 0.7.1, 1.5.1, 1.6.1" in choice.reason and "--dynamo-env" in choice.reason
 
 
+@pytest.mark.process
 def test_dynamo_env_overrides_the_choice(tmp_path: Path):
     tree = dynamo_trees.make_tree(tmp_path / "tree", ("sglang",))
     checkout = dynamo_src.read(tree)
     assert dynamo_fit.choose_env(checkout, OWN.python).reason == "given by --dynamo-env"
 
 
+@pytest.mark.process
 def test_a_checkout_says_its_pins_commit_and_whether_it_is_dirty(tmp_path: Path):
     tree = dynamo_trees.make_tree(tmp_path / "tree", ("sglang",))
     checkout = dynamo_src.read(tree)
@@ -107,6 +109,7 @@ def test_the_checkouts_src_goes_first_on_every_dynamo_processs_path(monkeypatch,
     assert dynamo_src.with_checkout({"A": "1"}) == {"A": "1"}
 
 
+@pytest.mark.process
 def test_a_keyword_the_runtime_rejects_in_a_worker_log_is_a_misfit(monkeypatch, tmp_path):
     log = (
         "2026-12-05T07:00:00Z ERROR register: Failed to register with runtime config: "
@@ -212,6 +215,7 @@ def _fake_judges_in_worktrees(monkeypatch, wrap=None) -> list[Path]:
     return trees
 
 
+@pytest.mark.process
 def test_bisect_finds_the_breaking_commit_skips_the_misfit_and_leaves_the_repo(
     tmp_path: Path, monkeypatch, capsys
 ):
@@ -236,6 +240,7 @@ def test_bisect_finds_the_breaking_commit_skips_the_misfit_and_leaves_the_repo(
     assert trees and not trees[0].exists()
 
 
+@pytest.mark.process
 def test_bisect_names_a_fix_when_the_ends_swap_meaning(tmp_path: Path, monkeypatch, capsys):
     """A history that fixes: OLD fails, NEW is conformant; the first conformant commit."""
     repo = tmp_path / "dynamo"
@@ -257,6 +262,7 @@ def test_bisect_names_a_fix_when_the_ends_swap_meaning(tmp_path: Path, monkeypat
     assert "it removed: mm-encode-pd: never-registered mm-worker" in printed
 
 
+@pytest.mark.process
 def test_bisect_refuses_ends_with_the_same_verdict(tmp_path: Path, monkeypatch, capsys):
     repo = tmp_path / "dynamo"
     hashes = _history(repo)
@@ -436,6 +442,7 @@ def test_bisect_of_a_generated_history_names_the_breaking_commit(tmp_path: Path)
     assert subprocess.run(["git", "-C", str(repo), "worktree", "prune", "-n"]).returncode == 0
 
 
+@pytest.mark.process
 def test_ctrl_c_during_a_bisect_removes_its_worktree_and_leaves_the_repo(
     tmp_path: Path, monkeypatch, capsys
 ):

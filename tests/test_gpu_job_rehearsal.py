@@ -51,11 +51,13 @@ def unmet(result: subprocess.CompletedProcess[str]) -> list[str]:
     return missing
 
 
+@pytest.mark.process
 def test_gpu_job_rehearsal_runs_everything_up_to_the_gpu(tmp_path):
     result = rehearse(ROOT)
     assert unmet(result) == [], result.stdout[-6000:] + result.stderr[-3000:]
 
 
+@pytest.mark.process
 def test_gpu_job_rehearsal_catches_a_plain_pip_install_into_the_system_python(tmp_path):
     checkout = tmp_path / "checkout"
     written = copy_checkout(ROOT, checkout)  # the files git knows: no .venvs/, no build/

@@ -40,6 +40,7 @@ def one_gpu_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, 
     return env
 
 
+@pytest.mark.process
 def test_tier_gpu_on_a_gpu_torch_cannot_use_is_one_usage_error_before_any_worker(one_gpu_shown):
     result = run_pytest(
         "-q", "--tier", "gpu", "--infra", "process", "scenarios/test_topologies.py",
@@ -53,6 +54,7 @@ def test_tier_gpu_on_a_gpu_torch_cannot_use_is_one_usage_error_before_any_worker
     assert "worker-exited" not in out and "passed" not in out and "failed" not in out
 
 
+@pytest.mark.process
 def test_auto_takes_the_cpu_tier_and_says_the_gpu_is_unusable(one_gpu_shown):
     choice = tier.choose("auto", gpu_probe.probe())
     assert choice.tier is tier.CPU
@@ -60,6 +62,7 @@ def test_auto_takes_the_cpu_tier_and_says_the_gpu_is_unusable(one_gpu_shown):
     assert "CPU-only build" in choice.reason
 
 
+@pytest.mark.process
 def test_preflight_reads_the_same_probe(one_gpu_shown):
     check = preflight.check_gpus()
     assert not check.ok and check.needs_gpu
@@ -80,6 +83,7 @@ def test_preflight_reads_the_same_probe(one_gpu_shown):
     ],
     ids=["usable", "driver-too-old", "init-fails", "no-torch"],
 )
+@pytest.mark.process
 def test_each_unusable_stack_is_named(one_gpu_shown, monkeypatch, answer, driver, says):
     monkeypatch.setenv(gpu_probe.GIVEN_ENV, json.dumps(answer))
     monkeypatch.setenv("DRIVER", driver)

@@ -16,9 +16,8 @@ from discovery_harness.runtime.preflight import driver_problem
 from discovery_harness_scenarios.catalogue import CATALOGUE, LLM_DIFFUSION, by_name
 from tests.inner_pytest import ONE_GPU, run_pytest
 
-pytestmark = pytest.mark.unit
 
-
+@pytest.mark.process
 def test_gpu_tier_without_a_gpu_is_one_usage_error_within_seconds():
     started = time.monotonic()
     result = run_pytest(
@@ -31,6 +30,7 @@ def test_gpu_tier_without_a_gpu_is_one_usage_error_within_seconds():
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.process
 def test_more_xdist_workers_than_gpus_is_a_usage_error():
     result = run_pytest(
         "scenarios", "-n", "2", "--tier", "gpu", "-m", "gpu_1", env=ONE_GPU
@@ -39,6 +39,7 @@ def test_more_xdist_workers_than_gpus_is_a_usage_error():
     assert "-n 2 is more xdist workers than the 1 visible GPU(s)" in result.stderr
 
 
+@pytest.mark.process
 def test_listing_needs_no_gpu():
     result = run_pytest(
         "--collect-only", "-q", "scenarios", "--tier", "gpu", env={"CUDA_VISIBLE_DEVICES": ""}

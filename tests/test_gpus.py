@@ -69,6 +69,7 @@ def test_tier_auto_takes_the_cpu_tier_without_a_gpu(monkeypatch):
     assert "no CUDA GPU visible" in choice.reason
 
 
+@pytest.mark.process
 def test_tier_auto_needs_a_cuda_build_of_sglang_too(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     choice = tier.choose("auto")

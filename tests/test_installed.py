@@ -62,6 +62,7 @@ def elsewhere(python: Path, *args: str, timeout: float = 120) -> subprocess.Comp
     )  # fmt: skip
 
 
+@pytest.mark.process
 def test_the_wheel_holds_what_the_commands_need_and_imports_from_the_venv(installed):
     code = (
         "import discovery_harness, discovery_harness_workers, discovery_harness_scenarios\n"
@@ -81,6 +82,7 @@ def test_the_wheel_holds_what_the_commands_need_and_imports_from_the_venv(instal
         assert line.startswith(venv) and line.endswith(" True"), lines
 
 
+@pytest.mark.process
 def test_the_commands_and_the_scenarios_run_from_anywhere(installed):
     topologies = elsewhere(installed, "-m", "discovery_harness", "topologies")
     assert topologies.returncode == 0 and "mm-encode-pd" in topologies.stdout, topologies.stderr

@@ -145,6 +145,7 @@ def test_concurrent_fetches_download_once_under_the_lock(hf_home, tmp_path):
     assert (hf_home / "hub" / models.FETCH_LOCK_NAME).exists()
 
 
+@pytest.mark.process
 def test_models_cli_fetch_offline_fails_naming_what_is_missing(hf_home):
     result = subprocess.run(
         [sys.executable, "-m", "discovery_harness", "models", "fetch", "rerank"],
@@ -180,6 +181,7 @@ def test_layouts_the_gpus_cannot_take_bring_no_models():
     assert GPU_MODELS["diffusion-llm"] not in refs and GPU_MODELS["video"] in refs
 
 
+@pytest.mark.process
 def test_dry_run_lists_only_those_models_with_sizes_and_fetches_nothing(hf_home):
     result = subprocess.run(
         [*HARNESS, "models", "fetch", "-m", "e2e and gpu_1 and not nightly", "--dry-run"],

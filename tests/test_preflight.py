@@ -14,7 +14,6 @@ from discovery_harness.processes.infra.local_process import LocalProcessProvider
 from discovery_harness.runtime import preflight
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.unit
 
 
 def test_the_stack_must_be_a_release_with_contracts():
@@ -43,6 +42,7 @@ def test_unwritable_places_are_named(tmp_path):
     assert not check.ok and check.detail.startswith(f"reports {blocked / 'reports'}")
 
 
+@pytest.mark.process
 def test_etcd_and_nats_must_answer(tmp_path, monkeypatch):
     provider = LocalProcessProvider()
     endpoints = provider.start(tmp_path / "infra")
@@ -69,6 +69,7 @@ def _preflight(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.process
 def test_no_gpu_fails_preflight_unless_a_rehearsal_allows_it():
     strict = _preflight()
     assert strict.returncode == 1, strict.stdout + strict.stderr
@@ -80,6 +81,7 @@ def test_no_gpu_fails_preflight_unless_a_rehearsal_allows_it():
     assert "preflight: [ok] stack versions: ai-dynamo 1.6.1, sglang 0.5.21" in allowed.stdout
 
 
+@pytest.mark.process
 def test_preflight_runs_on_the_standard_library_alone(tmp_path):
     """It runs in the image's Python before the harness's libraries are installed (the
     harness's package alone on the path: no site-packages at all)."""

@@ -43,6 +43,7 @@ def _proc(tmp_path: Path, code: str, role: str = "probe") -> ManagedProcess:
     )
 
 
+@pytest.mark.process
 def test_wait_fails_at_once_when_the_process_exits(tmp_path):
     proc = _proc(tmp_path, "print('boom: bad flag'); raise SystemExit(3)", role="mm-worker").start()
     started = time.monotonic()
@@ -54,6 +55,7 @@ def test_wait_fails_at_once_when_the_process_exits(tmp_path):
     assert "its model card" in message and "boom: bad flag" in message
 
 
+@pytest.mark.process
 def test_wait_times_out_with_the_log_tail(tmp_path):
     proc = _proc(
         tmp_path, "print('still loading', flush=True); import time; time.sleep(60)"
@@ -67,6 +69,7 @@ def test_wait_times_out_with_the_log_tail(tmp_path):
         proc.stop(grace=1)
 
 
+@pytest.mark.process
 def test_stop_kills_the_whole_group_even_when_sigterm_is_ignored(tmp_path):
     proc = _proc(tmp_path, STUBBORN_TREE).start()
     deadline = Deadline(20)
@@ -91,6 +94,7 @@ CLEAN_ON_SIGTERM = textwrap.dedent(
 )
 
 
+@pytest.mark.process
 def test_a_stop_is_cut_short_once_hurried_and_leaves_nothing(tmp_path):
     """The session's end: a stop still waiting out a long grace gets SIGKILL a short, bounded
     wait after its SIGTERM, whole process group included."""
@@ -108,6 +112,7 @@ def test_a_stop_is_cut_short_once_hurried_and_leaves_nothing(tmp_path):
     assert not _running(child_pid), "grandchild survived teardown"
 
 
+@pytest.mark.process
 def test_a_hurried_stop_still_sends_sigterm_first(tmp_path):
     proc = _proc(tmp_path, CLEAN_ON_SIGTERM).start()
     proc.wait_until(lambda: "ready" in proc.log_text(), "it to start", Deadline(20))
@@ -117,6 +122,7 @@ def test_a_hurried_stop_still_sends_sigterm_first(tmp_path):
     assert HURRIED_GRACE_S < 5  # shorter than Dynamo's graceful-shutdown grace
 
 
+@pytest.mark.process
 def test_the_session_end_hurries_background_stops(tmp_path):
     """drain(): every stop still waiting gets cut short; drain(hurry=False) waits them out."""
     proc = _proc(tmp_path, STUBBORN_TREE).start()

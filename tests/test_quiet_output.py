@@ -32,7 +32,7 @@ def table_rows(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("|")]
 
 
-@pytest.mark.unit
+@pytest.mark.process
 def test_the_cli_leaves_the_plugin_for_pytest_to_import():
     """Imported before pytest.main, the plugin's modules cannot be assertion-rewritten and
     pytest warns about each (four warning blocks before conformance's result)."""
@@ -45,7 +45,6 @@ def test_the_cli_leaves_the_plugin_for_pytest_to_import():
     assert "discovery_harness.plugin" not in result.stdout, result.stdout
 
 
-@pytest.mark.unit
 def test_report_md_rows_have_their_five_cells_whatever_the_card_says():
     now = time.time()
     card = {
@@ -82,12 +81,12 @@ def test_report_md_rows_have_their_five_cells_whatever_the_card_says():
     assert "Chat \\| Completions" in rows[2]
 
 
-@pytest.mark.unit
 def test_a_list_of_violations_reads_as_the_violations():
     found = [Violation(NEVER_REGISTERED, "mm-encoder", "worker 'mm-encoder' never registered")]
     assert repr(found) == "[[never-registered] worker 'mm-encoder' never registered]"
 
 
+@pytest.mark.process
 @pytest.mark.nightly
 @pytest.mark.timeout(300)
 def test_a_clean_conformance_run_prints_no_warning_and_names_the_kept_report(tmp_path: Path):
@@ -112,6 +111,7 @@ def test_a_clean_conformance_run_prints_no_warning_and_names_the_kept_report(tmp
     assert f"generated xml file: {tmp_path / 'conformance.xml'}" in result.stdout, shown[-3000:]
 
 
+@pytest.mark.process
 @pytest.mark.nightly
 @pytest.mark.timeout(300)
 def test_a_failing_audit_test_shows_the_diagnosis_not_reprs():

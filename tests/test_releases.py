@@ -348,6 +348,7 @@ def _built(*wanted: str) -> None:
         pytest.skip(f"not built here: bash ci/setup.sh --dynamo {' '.join(missing)}")
 
 
+@pytest.mark.process
 @pytest.mark.nightly
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("release", OLDER_RELEASES)
@@ -373,6 +374,7 @@ def _kinds(item, role: str | None = None) -> set[str]:
     return {v["kind"] for v in item.violations if role is None or v["role"] == role}
 
 
+@pytest.mark.process
 @pytest.mark.nightly
 @pytest.mark.timeout(900)
 def test_the_history_finds_4486_on_the_release_that_shipped_it(tmp_path: Path):

@@ -75,7 +75,6 @@ def _run() -> RunEntry:
     )
 
 
-@pytest.mark.unit
 def test_the_three_files_round_trip_and_the_summary_is_appended(tmp_path, monkeypatch):
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
@@ -90,7 +89,6 @@ def test_the_three_files_round_trip_and_the_summary_is_appended(tmp_path, monkey
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")  # no network
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("args", "kept"),
     [
@@ -100,6 +98,7 @@ def test_the_three_files_round_trip_and_the_summary_is_appended(tmp_path, monkey
     ],
     ids=["usage-error", "empty-selection", "help"],
 )
+@pytest.mark.process
 def test_a_run_without_results_leaves_no_stale_report(tmp_path, args, kept):
     out = tmp_path / "reports"
     write_reports(_run(), out)
@@ -141,8 +140,8 @@ def console_errors(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
 
 
+@pytest.mark.process
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium (bash ci/browser.sh installs it)")
-@pytest.mark.unit
 def test_the_console_error_scan_sees_an_error(tmp_path):
     page = tmp_path / "bad.html"
     page.write_text("<html><body><script>console.error('broken page')</script></body></html>")
@@ -150,6 +149,7 @@ def test_the_console_error_scan_sees_an_error(tmp_path):
     assert any("broken page" in line for line in console_errors(done.stderr)), done.stderr
 
 
+@pytest.mark.process
 @pytest.mark.nightly
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium (bash ci/browser.sh installs it)")
@@ -184,6 +184,7 @@ def test_the_html_report_of_a_real_run_renders_in_headless_chromium(tmp_path, py
         shutil.copy(out / name, kept / name)
 
 
+@pytest.mark.process
 @pytest.mark.nightly
 def test_conformance_after_a_usage_error_leaves_no_report(tmp_path):
     out = tmp_path / "reports"

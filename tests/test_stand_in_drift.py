@@ -5,9 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from discovery_harness_workers.drift import compare_signatures, missing_attributes
 
 
+@pytest.mark.process
 def test_installed_sglang_matches_the_stand_ins():
     # In a subprocess: importing sglang configures logging and CUDA probes process-wide.
     result = subprocess.run(

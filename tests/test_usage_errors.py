@@ -59,6 +59,7 @@ def test_bad_option_is_one_usage_error(args, env, says, inner_pytest):
     _assert_one_usage_error(result, says, "ERROR: ")
 
 
+@pytest.mark.process
 def test_a_bad_option_is_one_usage_error_from_a_real_pytest_process():
     """The table's first case end to end: the interpreter's exit status and its stderr."""
     _, args, env, says = PYTEST_CASES[0]
@@ -168,6 +169,7 @@ def test_every_command_gives_bad_input_the_same_exit_code(args, prefix, says, ca
     _assert_one_usage_error(cli_in_process(capsys, *args), says, prefix)
 
 
+@pytest.mark.process
 def test_an_empty_selection_is_a_usage_error_and_leaves_the_report_alone():
     """The CLI end to end, in a real process: `conformance` runs an inner pytest session that
     holds no test, and says so in one line."""

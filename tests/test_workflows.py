@@ -52,12 +52,14 @@ def test_workflows_live_where_github_runs_them():
     assert not list((ROOT / "ci").glob("*.yml")), "workflows in ci/ never run"
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", ["cpu.yml", "gpu.yml", "dynamo.yml"])
 def test_workflow_passes_actionlint(actionlint, name):
     result = _lint(actionlint, WORKFLOWS / name)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.process
 def test_actionlint_catches_a_broken_workflow(actionlint, tmp_path):
     broken = tmp_path / "broken.yml"
     broken.write_text(
@@ -139,6 +141,7 @@ def test_dynamos_pipeline_calls_one_job_in_the_image_under_test():
     assert 'TIER=cpu exec bash "$(dirname "${BASH_SOURCE[0]}")/gpu-job.sh"' in cpu_job
 
 
+@pytest.mark.process
 def test_the_ci_docs_lines_for_dynamos_ci_pass_actionlint(actionlint, tmp_path):
     """docs/ci.md "Using it in Dynamo's CI": the step for the gpu_0 job and the job calling the
     reusable workflow, each placed in a minimal workflow as they would sit in Dynamo's."""

@@ -39,7 +39,8 @@ MARKERS = {
     "sglang": "exercises dynamo.sglang workers",
     "multimodal": "multimodal topologies (encoder + PD / P / D)",
     "e2e": "end to end: real etcd, NATS, frontend and workers",
-    "unit": "the harness's own unit tests (no processes)",
+    "unit": "the harness's own unit tests (no processes: tests/conftest.py refuses one)",
+    "process": "the harness's own tests that start a process (a CLI, pytest, a tool), not e2e",
     "gpu_0": "CPU tier: needs no GPU",
     **{
         f"gpu_{n}": f"GPU tier: a layout on {n} GPU(s) (derived from the placement)"
@@ -51,7 +52,7 @@ MARKERS = {
     "prestart": "the test calls deploy(scenario) once, with no options: the harness may start "
     "that deployment while earlier tests run (CPU tier, one process)",
     "harness_tests": "the harness's tests of itself (its checkout's tests/): in an -m "
-    "selection only when it names selftest, nightly, unit or harness_tests",
+    "selection only when it names selftest, nightly, unit, process or harness_tests",
     "cuda_rehearsal": "the CPU tier in a container holding the runtime image's CUDA stack (11 "
     "GB, minutes); only when -m names it",
 }
