@@ -20,11 +20,7 @@ from discovery_harness.deployment.core import Deployment
 from discovery_harness.deployment.fingerprint import differences, discovery_fingerprint
 from discovery_harness.deployment.worker import Worker
 from discovery_harness.discovery.observer import DiscoveryState
-from discovery_harness.judge.answer_evidence import (
-    MOST_LINES,
-    WORKER_MARGIN_S,
-    errors_in_window,
-)
+from discovery_harness.judge.answer_evidence import WORKER_MARGIN_S, block, errors_in_window
 from discovery_harness.judge.checks import WorkerView, compare_card, named
 from discovery_harness.model.records import ModelCard
 from discovery_harness.model.stand_in_blame import reclassify
@@ -229,11 +225,8 @@ def _worker_side(worker: Worker, answer: LoraAnswer) -> str:
     """What the worker logged while it answered: its errors and traceback, and its log."""
     lines = without_colours(worker.proc.log_text()).splitlines()
     errors = errors_in_window(lines, answer.sent_at, answer.answered_at + WORKER_MARGIN_S)
-    shown = "\n".join(f"    | {line}" for line in errors[-MOST_LINES:]) or "    (none)"
-    return (
-        f"{named(worker)}: its errors while answering {answer.action}:\n{shown}\n"
-        f"  full log: {worker.proc.log_path}"
-    )
+    title = f"{named(worker)}: its errors while answering {answer.action}"
+    return f"{block(title, errors)}\n  full log: {worker.proc.log_path}"
 
 
 def _fingerprint(deployment: Deployment) -> object:

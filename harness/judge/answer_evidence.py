@@ -72,19 +72,19 @@ class AnswerEvidence:
         e = self.exchange
         head = f"answer {e.describe()[:200]}"
         parts = [head + (f"  (x-request-id {e.request_id})" if e.request_id else "")]
-        parts.append(_block("the frontend's lines for this request", self.frontend_lines))
+        parts.append(block("the frontend's lines for this request", self.frontend_lines))
         if self.state_changes:
-            parts.append(_block("the frontend's routing changes just before", self.state_changes))
+            parts.append(block("the frontend's routing changes just before", self.state_changes))
         if self.served_by is None:
             parts.append("  served by: no worker named in the frontend's log for this request")
             for worker, lines in self.suspects:
-                parts.append(_block(f"{worker.named} logged errors near the request", lines))
+                parts.append(block(f"{worker.named} logged errors near the request", lines))
         else:
             who = self.served_by.named
             # A 200 judged wrong has no error to show: the worker's lines then are its story.
             what = "lines" if e.status == 200 else "errors"
             parts.append(
-                _block(f"served by {who}: its {what} in the request's window", self.worker_lines)
+                block(f"served by {who}: its {what} in the request's window", self.worker_lines)
             )
         logs = [f"frontend {frontend_log}"] if frontend_log else []
         if self.served_by is not None and self.served_by.log_path is not None:
@@ -94,7 +94,8 @@ class AnswerEvidence:
         return "\n".join(parts)
 
 
-def _block(title: str, lines: Sequence[str]) -> str:
+def block(title: str, lines: Sequence[str]) -> str:
+    """`  title:` over the last lines, each cut to a readable length (`(none)`: no line)."""
     shown = "\n".join(f"    | {_cut(line)}" for line in lines[-MOST_LINES:]) or "    (none)"
     return f"  {title}:\n{shown}"
 

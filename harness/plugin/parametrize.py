@@ -60,9 +60,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     set). The harness's tests of itself (marker `harness_tests`) join an -m selection only
     when it names them (`selftest`, `nightly`, `unit`, `process`, `harness_tests`):
     `-m multimodal` is the multimodal scenarios, nothing of the harness's own. On the GPU
-    tier, layouts that need
-    more GPUs than this run's share are skipped, and so are CPU-tier tests (self-tests: their
-    faults live in the CPU launcher)."""
+    tier, layouts that need more GPUs than this run's share are skipped, and so are CPU-tier
+    tests (self-tests: their faults live in the CPU launcher)."""
     expression = config.getoption("markexpr") or ""
     named = marker_names(expression)
     per_change = "pre_merge" in named and "nightly" not in named
