@@ -79,9 +79,11 @@ def _role_cases(registering: bool) -> list[object]:
 
 
 def _deploy_and_verify(deploy, topology, **kwargs) -> ContractFailure:
-    """Run the topology as a test would; return the failure the harness raised."""
+    """Run the topology as a test would; return the failure the harness raised. Strict only
+    with a fault (for the roles given one): with none, strict would fail a declared race of
+    another role, such as 1.5-1.6's encoder ready a few ms before its card (finding 17)."""
     with pytest.raises(ContractFailure) as failure:
-        deployment = deploy(topology, strict=True, **kwargs)
+        deployment = deploy(topology, strict=bool(kwargs.get("faults")), **kwargs)
         for kind in topology.requests:
             deployment.send(kind)
         deployment.verify()
