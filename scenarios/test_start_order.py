@@ -51,7 +51,7 @@ def _orders() -> list[object]:
 def test_every_start_order_lists_only_a_servable_model(topology, order, deploy):
     deployment = deploy(topology, order=order)
     started = [row.role for row in sorted(deployment.timeline(), key=lambda row: row.started)]
-    assert started == list(order)
+    assert started == list(order) == list(deployment.plan.launch_order)  # what `plan` prints
     replies = [deployment.send(kind) for kind in topology.requests]
     assert replies, f"{topology.name} declares no request to send"
     assert all(reply.ok for reply in replies), "\n".join(r.describe() for r in replies)

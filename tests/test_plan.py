@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from discovery_harness.cli import app as cli
 from discovery_harness.deployment.options import FILE, LATE, NATS, OWN, SHARED, Planes, Settings
 from discovery_harness.deployment.plan import DeployOptions, SessionFacts, plan
 from discovery_harness.model.topology import Scenario
@@ -104,3 +105,30 @@ def test_gpu_tier_plans_each_roles_gpus_from_the_share():
 def test_bad_options_fail_in_the_plan_before_anything_starts(options, says):
     with pytest.raises(ValueError, match=says):
         _plan(DISAGGREGATED, **options)
+
+
+def test_plan_prints_the_order_a_deployment_uses(capsys):
+    """`plan --order` goes through the deployment's own plan(): the commands come in the
+    order `DeploymentPlan.launch_order` gives (what Deployment.start follows), and the
+    heading says each is registered before the next starts."""
+    order = ("mm-worker", "mm-encoder")
+    assert (
+        cli.main(
+            ["plan", "--tier", "cpu", "--topology", MM_ENCODE_PD.name, "--order", ",".join(order)]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "start order: mm-worker → mm-encoder (each registered before the next starts)" in printed
+    roles = [
+        line.split(":")[0].removeprefix("-- ")
+        for line in printed.splitlines()
+        if line.startswith("-- ")
+    ]
+    assert roles == list(order) == list(_plan(MM_ENCODE_PD, order=order)[0].launch_order)
+    assert cli.main(["plan", "--tier", "cpu", "--topology", MM_ENCODE_PD.name]) == 0
+    assert "start order: mm-encoder, mm-worker at once" in capsys.readouterr().out
+    assert cli.main(["plan", "--tier", "gpu", "--topology", DISAGGREGATED.name]) == 0
+    assert "start order: prefill → decode (each serving before the next starts)" in (
+        capsys.readouterr().out
+    )

@@ -92,6 +92,12 @@ CLI_CASES = [
     ("plan-unknown-topology", ["plan", "--topology", "nope"], "unknown topology 'nope'"),
     ("plan-unknown-key", ["plan", "--model", "diffusion=x"], "unknown asset key 'diffusion'"),
     ("plan-unknown-tier", ["plan", "--tier", "tpu"], "invalid choice: 'tpu'"),
+    ("plan-order-no-topology", ["plan", "--order", "prefill,decode"], "--order: name the one"),
+    (
+        "plan-order-missing-role",
+        ["plan", "--topology", "disaggregated", "--order", "prefill"],
+        "must name every role of disaggregated once",
+    ),
     ("conformance-unknown-topology", ["conformance", "--topology", "nope"], "no such topology"),
     ("models-unknown-topology", ["models", "list", "nope"], "unknown topology 'nope'"),
     ("topologies-unknown-option", ["topologies", "--cpu"], "unrecognized arguments: --cpu"),

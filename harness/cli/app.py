@@ -3,7 +3,7 @@
 python -m discovery_harness conformance [--topology NAME ...] [pytest args...]
 python -m discovery_harness topologies [--gpu | --doc]
 python -m discovery_harness plan [--tier gpu|cpu] [--gpus N] [--gpu-memory GIB] [--json] [--topology
-NAME ...]
+NAME ... [--order ROLE,ROLE,...]]
 python -m discovery_harness models list|fetch [TOPOLOGY ... | -m EXPR] [--dry-run] [--check]
 [--model KEY=REF]
 python -m discovery_harness preflight [--allow-no-gpu] [--writable LABEL=PATH ...]
@@ -47,6 +47,8 @@ def _check_plan(args: argparse.Namespace) -> None:
         raise ValueError("--gpus: the CPU tier runs each topology's packed layout on no GPU")
     if TIERS[args.tier].tiny_models and args.model:
         raise ValueError(f"--model {args.model[0]!r}: the CPU tier uses generated tiny models")
+    if args.order and len(args.topology) != 1:
+        raise ValueError("--order: name the one topology it orders with --topology")
     if args.gpus is None:
         args.gpus = 1
 
@@ -89,6 +91,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("--topology", action="append", default=[], metavar="NAME")
     plan.add_argument("--model", action="append", default=[], metavar="KEY=REF")
+    plan.add_argument(
+        "--order",
+        default=None,
+        metavar="ROLE,ROLE,...",
+        help="every role of the one --topology, started one at a time in this order, each "
+        "registered before the next (a test's deploy(order=...))",
+    )
     history = commands.add_parser(
         "history",
         help="run the conformance suite on several Dynamo releases; one table of what each did",

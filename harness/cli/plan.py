@@ -1,7 +1,6 @@
-"""`python -m discovery_harness plan`: every worker's exact command, env delta, GPUs, VRAM and
-timeout,
-built by the same `worker_command` a deployment uses, without starting anything; and the
-tier table, generated from the tiers' policies."""
+"""`python -m discovery_harness plan`: every worker's exact command, env delta, GPUs, VRAM,
+timeout and start order, from the same `plan()` and `worker_command` a deployment uses,
+without starting anything; and the tier table, generated from the tiers' policies."""
 
 from __future__ import annotations
 
@@ -13,12 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from discovery_harness.deployment import Settings
+from discovery_harness.deployment.plan import DeploymentPlan, DeployOptions, SessionFacts, plan
 from discovery_harness.model.catalogue import Catalogue
 from discovery_harness.model.topology import Placement, Scenario, Topology
 from discovery_harness.processes import ports
 from discovery_harness.processes.loopback import ProcessPorts
 from discovery_harness.runtime import gpus
-from discovery_harness.runtime.launch import WorkerCommand, WorkerSite, placeholders, worker_command
+from discovery_harness.runtime.launch import WorkerCommand, WorkerSite, worker_command
 from discovery_harness.runtime.model_source import ModelSource, TinyModels, gpu_models
 from discovery_harness.runtime.tier import TIERS, TierPolicy, tier_differences
 
@@ -66,9 +66,11 @@ def scenarios_for(
     return planned
 
 
-def launch_order(scenario: Scenario, tier: TierPolicy) -> list[str]:
-    order = scenario.placement.start_order if tier.start_order else ()
-    return [w.role for w in scenario.topology.workers if w.role not in order] + list(order)
+def _shown_ports(count: int) -> list[int]:
+    """Free ports to show in the commands, released at once: a plan holds none."""
+    allocated = ports.allocate(count)
+    ports.release(allocated)
+    return allocated
 
 
 def build_plan(
@@ -82,37 +84,43 @@ def build_plan(
     models: ModelSource | None = None,
     gpu_memory_gib: float | None = None,
     skipped: list[NotPlanned] | None = None,
+    order: tuple[str, ...] | None = None,
 ) -> list[WorkerCommand]:
+    """Every worker's command, in the order a deployment starts them: each layout goes through
+    the deployment's own `plan()` (namespace, ports, GPUs, start order; `order` as a test's
+    `deploy(order=...)`)."""
     if models is None:
         models = (
             TinyModels(workdir / "models")
             if tier.tiny_models
             else gpu_models(overrides or [], require_cached=False)
         )
-    visible = tuple(str(i) for i in range(gpu_count))
-    settings = Settings(tier=tier)
+    facts = SessionFacts(
+        settings=Settings(tier=tier),
+        workdir=workdir,
+        shared_frontend_port=0,  # the commands do not name the frontend
+        gpu_share=tuple(str(i) for i in range(gpu_count)),
+    )
+    options = DeployOptions(order=order)
     commands = []
     for topology in catalogue.select(topologies):
         for scenario in scenarios_for(tier, topology, gpu_count, gpu_memory_gib, skipped):
-            assigned = gpus.assign(scenario.placement, visible) if tier.gpus else {}
-            shared = sorted({n for w in topology.workers for n in placeholders(w.flags)})
-            shared_ports = dict(zip(shared, ports.allocate(len(shared)), strict=True))
-            ports.release(list(shared_ports.values()))  # shown, not held
-            for index, role in enumerate(launch_order(scenario, tier)):
-                spec = topology.worker(role)
+            planned = plan(scenario, options, facts, _shown_ports, suffix="plan")
+            for index, role in enumerate(planned.launch_order):
                 process_ports = ProcessPorts.allocate()
                 ports.release(process_ports.all())
                 site = WorkerSite(
-                    namespace=f"h-{topology.name}-plan",
-                    model_name=f"{topology.name}-plan",
+                    namespace=planned.namespace,
+                    model_name=planned.model_name,
                     ports=process_ports,
                     etcd=PLACEHOLDER_ETCD,
                     nats=PLACEHOLDER_NATS,
                     tmpdir=workdir / "tmp" / f"{topology.name}-{scenario.placement.name}-{index}",
                     media_dir=workdir / "media",
                     hf_home=workdir / "hf",
-                    shared_ports=shared_ports,
+                    shared_ports=dict(planned.shared_ports),
                 )
+                spec = topology.worker(role)
                 commands.append(
                     worker_command(
                         tier,
@@ -120,11 +128,32 @@ def build_plan(
                         spec,
                         model_path=models.path_for(topology.name, spec.model),
                         site=site,
-                        timeout_s=settings.register_deadline(scenario),
-                        gpus=assigned.get(role, ()),
+                        timeout_s=planned.register_deadline_s,
+                        gpus=planned.gpus.get(role, ()),
+                        start_after=_started_before(planned, role),
                     )
                 )
     return commands
+
+
+def _started_before(planned: DeploymentPlan, role: str) -> tuple[str, ...]:
+    order = planned.start_order
+    return order[: order.index(role)] if role in order else ()
+
+
+def start_order_line(commands: list[WorkerCommand], explicit: bool = False) -> str:
+    """How one layout's workers start, from its commands (in launch order): at once, or one
+    at a time, each once the one before serves (the layout's order) or is registered (a
+    test's `order=`)."""
+    together = [c.role for c in commands if not c.start_after]
+    ordered = [c.role for c in commands if c.start_after]
+    if not ordered:
+        return "start order: " + ", ".join(together) + (" at once" if len(together) > 1 else "")
+    first, *rest = together
+    chain = " → ".join([*([first] if not rest else []), *ordered])
+    at_once = f"{', '.join(together)} at once, then " if rest else ""
+    turn = "registered" if explicit else "serving"
+    return f"start order: {at_once}{chain} (each {turn} before the next starts)"
 
 
 def render_text(
@@ -133,6 +162,7 @@ def render_text(
     gpu_count: int,
     skipped: list[NotPlanned] | None = None,
     gpu_memory_gib: float | None = None,
+    explicit_order: bool = False,
 ) -> str:
     memory = f" of {gpu_memory_gib:g} GiB" if gpu_memory_gib else ""
     lines = [f"# plan: tier {tier.name}" + (f", {gpu_count} GPU(s){memory}" if tier.gpus else "")]
@@ -155,6 +185,7 @@ def render_text(
                 + (f", ~{vram:.1f} GiB VRAM estimated" if tier.gpus and vram else "")
                 + ") =="
             )
+            lines.append(start_order_line(same_layout, explicit_order))
         lines.append(f"-- {command.role}: {_resources(command, tier)}")
         lines.append("   " + shlex.join(command.argv()))
         lines.append(
@@ -172,8 +203,6 @@ def _resources(command: WorkerCommand, tier: TierPolicy) -> str:
             f"~{command.vram_gib:.1f} GiB" if command.vram_gib else "VRAM: sglang's static share"
         )
     parts.append(f"timeout {command.timeout_s:.0f} s")
-    if command.start_after:
-        parts.append("starts after " + ", ".join(command.start_after) + " serve")
     return ", ".join(parts)
 
 
@@ -202,6 +231,7 @@ def plan_command(catalogue: Catalogue, args: argparse.Namespace) -> str:
         known = gpus.total_memory_gib(visible)
         memory = min(known.values()) if known else None
     skipped: list[NotPlanned] = []
+    order = tuple(args.order.split(",")) if args.order else None
     with tempfile.TemporaryDirectory(prefix="harness-plan-") as workdir:
         commands = build_plan(
             catalogue,
@@ -212,7 +242,8 @@ def plan_command(catalogue: Catalogue, args: argparse.Namespace) -> str:
             workdir=Path(workdir),
             gpu_memory_gib=memory,
             skipped=skipped,
+            order=order,
         )
     if args.json:
         return render_json(commands, skipped, memory)
-    return render_text(commands, TIERS[args.tier], args.gpus, skipped, memory)
+    return render_text(commands, TIERS[args.tier], args.gpus, skipped, memory, order is not None)

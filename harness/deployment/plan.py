@@ -90,6 +90,12 @@ class DeploymentPlan:
         """The roles started at once, before the ordered ones."""
         return tuple(w.role for w in self.topology.workers if w.role not in self.start_order)
 
+    @property
+    def launch_order(self) -> tuple[str, ...]:
+        """Every role in the order the deployment starts it: the first ones at once, then the
+        ordered ones one at a time (what `plan` prints)."""
+        return (*self.first_started, *self.start_order)
+
     def held_ports(self) -> list[int]:
         """The ports the plan allocated (released when the deployment stops)."""
         own = [self.frontend_port] if self.frontend_mode != SHARED else []

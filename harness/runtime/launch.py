@@ -85,7 +85,7 @@ class WorkerCommand:
     gpus: tuple[str, ...]
     vram_gib: float | None
     timeout_s: float  # to serve and register, from the deployment's start
-    start_after: tuple[str, ...] = ()  # roles that must be serving before this one starts
+    start_after: tuple[str, ...] = ()  # roles the plan starts before this one, one at a time
 
     def argv(self) -> list[str]:
         """The fresh process's command line."""
@@ -129,6 +129,7 @@ def worker_command(
     hf_offline: bool = True,
     fault: str | None = None,
     fault_delay_s: float = 0.0,
+    start_after: tuple[str, ...] = (),
 ) -> WorkerCommand:
     placement = scenario.placement.of(spec.role)
     era = scenario.topology.era
@@ -168,7 +169,6 @@ def worker_command(
         env[STAND_INS_ENV] = "1"  # for the worker's own python children (gateway)
     env.update(site.deployment_env)
     env = dynamo_src.with_checkout(env)  # --dynamo-src: the checkout's Python first
-    order = scenario.placement.start_order if tier.start_order else ()
     return WorkerCommand(
         topology=scenario.topology.name,
         layout=scenario.placement.name,
@@ -181,7 +181,7 @@ def worker_command(
         gpus=gpus if tier.gpus else (),
         vram_gib=placement.vram_gib if tier.gpus else None,
         timeout_s=timeout_s,
-        start_after=order[: order.index(spec.role)] if spec.role in order else (),
+        start_after=start_after,  # the deployment plan's order (shown by `plan`)
     )
 
 
