@@ -26,6 +26,7 @@ from discovery_harness.runtime import (
     gpu_probe,
     gpu_session,
     gpus,
+    import_probe,
     spawn,
     tier,
     usage,
@@ -112,6 +113,7 @@ def activate(config: pytest.Config) -> None:
         described["tier"] = chosen_tier(config).name
         apply_overrides({}, options.value(config, "model"))
         options.check_for_tier(config, chosen_tier(config))
+        config.stash[CHECKOUT_KEY] += _probe_release_env(config)
         config.stash[SPAWN_KEY] = spawn.spawn_mode(
             options.value(config, "spawn"), chosen_tier(config), dynamo_env.active().own
         )
@@ -157,6 +159,18 @@ def _use_checkout(config: pytest.Config, report: report_run.RunReport | None) ->
     if report is not None:
         report.checkout = checkout.as_dict()
     return lines
+
+
+def _probe_release_env(config: pytest.Config) -> list[str]:
+    """A release environment's workers' imports, tried once before anything starts (in the
+    controller; the --dynamo-src probe already covers a checkout, the harness's own
+    environment is the one it was installed and tested with): the run's first line, or a
+    usage error in one line naming the environment and the module."""
+    active = dynamo_env.active()
+    skip = active.own or config.stash[CHECKOUT_KEY] or config.option.collectonly
+    if skip or hasattr(config, "workerinput"):
+        return []
+    return [import_probe.refuse_unimportable(active, chosen_tier(config))]
 
 
 def _probe(config: pytest.Config) -> GpuProbe:

@@ -11,32 +11,23 @@ sides' versions (discovery_harness.runtime.dynamo_src says how the checkout is p
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import os
 import re
-import subprocess
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from discovery_harness.common import locations
-from discovery_harness.runtime import dynamo_env
+from discovery_harness.runtime import dynamo_env, import_probe
 from discovery_harness.runtime.dynamo_src import (
     ENV_VARIABLE,
     MISFIT,
     Checkout,
     Misfit,
     read,
-    with_checkout,
 )
-
-# The start paths a deployment imports: the probe imports each (dynamo.sglang.main imports
-# every init module; the frontend's main its own).
-START_MODULES = ("dynamo.frontend.main", "dynamo.sglang.main")
-PROBE_DEADLINE_S = 300.0
+from discovery_harness.runtime.import_probe import ProbeResult
 
 # --- which release environment fits ------------------------------------------------------
 
@@ -160,100 +151,28 @@ def use(path: str, given_env: str | None, probe_imports: bool = True) -> tuple[C
 
 # --- does the pair run? -------------------------------------------------------------------
 
-# Run in the chosen environment's python, the checkout first on its path: import each start
-# module, say where dynamo.sglang and dynamo._core came from, and what failed.
-_PROBE = r"""
-import importlib, importlib.metadata as md, json, sys, traceback
-out = {"versions": {}, "from": {}, "error": None}
-for dist in ("ai-dynamo", "ai-dynamo-runtime", "sglang"):
-    try:
-        out["versions"][dist] = md.version(dist)
-    except md.PackageNotFoundError:
-        out["versions"][dist] = None
-try:
-    runtime_files = md.files("ai-dynamo-runtime") or []
-except md.PackageNotFoundError:
-    runtime_files = []
-out["runtime_modules"] = sorted({
-    "dynamo." + p.parts[1].split(".")[0] for p in runtime_files
-    if len(p.parts) > 1 and p.parts[0] == "dynamo"
-})
-try:
-    from discovery_harness_workers import torchvision_shim
-    torchvision_shim.apply()
-except ImportError:
-    pass
-try:
-    for name in sys.argv[1:]:
-        importlib.import_module(name)
-except BaseException as failed:
-    out["error"] = {
-        "type": type(failed).__name__, "message": str(failed),
-        "module": getattr(failed, "name", None), "importing": name,
-        "where": traceback.format_exception(failed)[-2].strip().splitlines()[0]
-        if len(traceback.format_exception(failed)) > 1 else "",
-    }
-for name in ("dynamo.sglang", "dynamo.frontend", "dynamo._core"):
-    module = sys.modules.get(name)
-    out["from"][name] = getattr(module, "__file__", None) or str(
-        list(getattr(module, "__path__", [])))
-print("HARNESS-PROBE " + json.dumps(out))
-"""
-
 _CANNOT_IMPORT = re.compile(r"cannot import name '([\w.]+)' from '([\w.]+)'")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    versions: dict[str, str | None]
-    origins: dict[str, str | None]
-    seconds: float
-
-    def describe(self) -> str:
-        sglang = self.origins.get("dynamo.sglang") or "?"
-        core = self.origins.get("dynamo._core") or "?"
-        return f"dynamo.sglang from {sglang}; dynamo._core from {core}"
-
-
-def probe_env(env: dynamo_env.DynamoEnv) -> dict[str, str]:
-    """The probe's environment: the checkout first, then the folder holding only the
-    workers package (its torchvision shim); nothing else of the harness's."""
-    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    base["PYTHONPATH"] = str(locations.worker_import_root())
-    base["CUDA_VISIBLE_DEVICES"] = base.get("CUDA_VISIBLE_DEVICES", "")
-    return with_checkout(base)
 
 
 def probe(checkout: Checkout, env: dynamo_env.DynamoEnv) -> ProbeResult:
     """Import the start paths in a throwaway process of `env` with the checkout first; raise
     Misfit naming the missing name and both versions when they do not fit."""
-    started = time.monotonic()
     previous = os.environ.get(ENV_VARIABLE)
     os.environ[ENV_VARIABLE] = str(checkout.root)
     try:
-        environment = probe_env(env)
+        environment = import_probe.environment(stand_ins=False)
     finally:
         if previous is None:
             os.environ.pop(ENV_VARIABLE, None)
         else:
             os.environ[ENV_VARIABLE] = previous
-    done = subprocess.run(
-        [env.python, "-c", _PROBE, *START_MODULES],
-        capture_output=True,
-        text=True,
-        timeout=PROBE_DEADLINE_S,
-        env=environment,
-        check=False,
-    )
-    line = next((x for x in done.stdout.splitlines() if x.startswith("HARNESS-PROBE ")), None)
-    if line is None:
-        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+    result = import_probe.run(env, stand_ins=False, environ=environment)
+    if result.error and result.error.get("type") == "crash":
+        tail = result.error["message"]
         raise Misfit(f"{MISFIT}: the import probe of {checkout.root} crashed: {tail}")
-    found = json.loads(line[len("HARNESS-PROBE ") :])
-    result = ProbeResult(found["versions"], found["from"], time.monotonic() - started)
-    if found["error"]:
-        raise Misfit(misfit_message(checkout, env, found["error"], found, result))
+    if result.error:
+        raise Misfit(misfit_message(checkout, env, result))
     sglang_from = result.origins.get("dynamo.sglang") or ""
     if not sglang_from.startswith(str(checkout.src)):
         raise Misfit(
@@ -276,16 +195,11 @@ def _owner_dist(owner: str, versions: dict[str, str | None]) -> str:
     return f"{dist} {versions.get(dist) or '?'}"
 
 
-def misfit_message(
-    checkout: Checkout,
-    env: dynamo_env.DynamoEnv,
-    error: dict[str, str | None],
-    found: dict[str, object],
-    result: ProbeResult,
-) -> str:
+def misfit_message(checkout: Checkout, env: dynamo_env.DynamoEnv, result: ProbeResult) -> str:
     """One error naming the missing name, who lacks it, and both sides' versions."""
+    error = result.error or {}
     message = str(error.get("message") or "")
-    runtime_modules = set(found.get("runtime_modules") or [])  # type: ignore[call-overload]
+    runtime_modules = set(result.runtime_modules)
     cannot = _CANNOT_IMPORT.search(message)
     missing = _NO_MODULE.search(message)
     owner = cannot.group(2) if cannot else (missing.group(1) if missing else "")
