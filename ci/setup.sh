@@ -9,10 +9,16 @@
 # (ci/requirements/releases/VERSION/) in .venvs/dynamo-VERSION: that release's ai-dynamo and
 # sglang on the same CPU torch, for `pytest --dynamo-env` and `python -m discovery_harness history`.
 # The harness itself keeps running from .venv.
+#
+# `ci/setup.sh --sglang VERSION` rehearses a pin bump: the pinned Dynamo over sglang VERSION in
+# .venvs/sglang-VERSION (the runtime set as pinned, sglang VERSION without its CUDA
+# dependencies), then whatever that sglang newly imports on the workers' start path, resolved
+# from its own declared requirements (harness/runtime/pin_bump.py; needs the harness's .venv).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REQ="$ROOT/ci/requirements"
 RELEASE=""
+SGLANG=""
 if [ "${1:-}" = "--dynamo" ]; then
   RELEASE="${2:?usage: ci/setup.sh [--dynamo VERSION]}"
   [ -d "$REQ/releases/$RELEASE" ] || {
@@ -21,6 +27,10 @@ if [ "${1:-}" = "--dynamo" ]; then
     exit 2
   }
   VENV="${HARNESS_VENV:-$ROOT/.venvs/dynamo-$RELEASE}"
+elif [ "${1:-}" = "--sglang" ]; then
+  SGLANG="${2:?usage: ci/setup.sh [--sglang VERSION]}"
+  [ -x "$ROOT/.venv/bin/python" ] || { echo "--sglang needs the harness's .venv: run bash ci/setup.sh first" >&2; exit 2; }
+  VENV="${HARNESS_VENV:-$ROOT/.venvs/sglang-$SGLANG}"
 else
   VENV="${HARNESS_VENV:-$ROOT/.venv}"
 fi
@@ -78,6 +88,18 @@ if [ -n "$RELEASE" ]; then
   step runtime "$REQ/torch.txt" "${SHARED[@]}" "$REL/runtime.txt" -- \
     "${PIP[@]}" -r "$REL/runtime.txt" -c "$REQ/torch.txt"
   step nodeps "${SHARED[@]}" "$REL/nodeps.txt" -- "${PIP[@]}" --no-deps -r "$REL/nodeps.txt"
+  check_cpu_torch
+  log "ready: $VENV ($(du -sh "$VENV" | cut -f1)); run with --dynamo-env $VENV"
+  exit 0
+fi
+if [ -n "$SGLANG" ]; then
+  NODEPS="$VENV/.harness-nodeps.txt"  # the pinned no-deps set, sglang bumped
+  sed "s/^sglang==.*/sglang==$SGLANG/" "$REQ/dynamo-nodeps.txt" >"$NODEPS"
+  step runtime "$REQ/torch.txt" "$REQ/dynamo-runtime.txt" -- \
+    "${PIP[@]}" -r "$REQ/dynamo-runtime.txt" -c "$REQ/torch.txt"
+  step nodeps "$NODEPS" -- "${PIP[@]}" --no-deps -r "$NODEPS"
+  step imports "$NODEPS" "$ROOT/harness/runtime/pin_bump.py" -- \
+    "$ROOT/.venv/bin/python" -m discovery_harness.runtime.pin_bump "$VENV" "$REQ/torch.txt"
   check_cpu_torch
   log "ready: $VENV ($(du -sh "$VENV" | cut -f1)); run with --dynamo-env $VENV"
   exit 0

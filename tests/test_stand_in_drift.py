@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
 
+from discovery_harness.common import locations
+from discovery_harness.history.run import DEFAULT_ENVS
 from discovery_harness_workers.drift import compare_signatures, missing_attributes
 
 
@@ -19,6 +22,26 @@ def test_installed_sglang_matches_the_stand_ins():
     )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "0 difference(s)" in result.stdout
+
+
+@pytest.mark.process
+@pytest.mark.nightly
+@pytest.mark.timeout(600)
+def test_each_pin_bump_environment_matches_the_stand_ins():
+    """The stand-ins against every sglang a pin bump is rehearsed with (ci/setup.sh --sglang)."""
+    pythons = sorted(DEFAULT_ENVS.glob("sglang-*/bin/python"))
+    if not pythons:
+        pytest.skip("no pin-bump environment built here: bash ci/setup.sh --sglang VERSION")
+    for python in pythons:
+        result = subprocess.run(
+            [str(python), "-m", "discovery_harness_workers.drift"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PYTHONPATH": str(locations.worker_import_root())},
+        )
+        assert result.returncode == 0, f"{python}: " + result.stdout + result.stderr[-3000:]
+        assert "0 difference(s)" in result.stdout, f"{python}: {result.stdout[-3000:]}"
 
 
 def test_a_drifted_signature_is_reported():
