@@ -23,39 +23,53 @@ WHEEL = "ai-dynamo"  # components/src/dynamo/*; not ai-dynamo-runtime (the Rust 
 REGISTRATION_CALLS = ("register_model_with_readiness_gate", "register_llm_with_readiness_check")
 
 
-def wheel_files() -> list[importlib.metadata.PackagePath]:
-    files = importlib.metadata.files(WHEEL) or []
+def wheel(site: Path | None = None) -> importlib.metadata.Distribution:
+    """The ai-dynamo wheel installed here, or in the site-packages folder given (a release
+    environment's)."""
+    if site is None:
+        return importlib.metadata.distribution(WHEEL)
+    return next(iter(importlib.metadata.distributions(name=WHEEL, path=[str(site)])))
+
+
+def site_packages(env: Path) -> Path:
+    """A release environment's site-packages folder."""
+    return next(env.glob("lib/python*/site-packages"))
+
+
+def wheel_files(site: Path | None = None) -> list[importlib.metadata.PackagePath]:
+    files = wheel(site).files or []
     return [f for f in files if f.parts[0] == "dynamo" and "__pycache__" not in f.parts]
 
 
-def sglang_pin() -> str:
-    for text in importlib.metadata.requires(WHEEL) or []:
+def sglang_pin(site: Path | None = None) -> str:
+    for text in wheel(site).requires or []:
         requirement = Requirement(text)
         if requirement.name == "sglang":
             return next(s.version for s in requirement.specifier if s.operator == "==")
     raise LookupError(f"{WHEEL} pins no sglang")
 
 
-def pyproject(version: str | None = None, pin: str | None = None) -> str:
-    version = version or importlib.metadata.version(WHEEL)
+def pyproject(version: str | None = None, pin: str | None = None, site: Path | None = None) -> str:
+    version = version or wheel(site).version
     return (
         '[project]\nname = "ai-dynamo"\n'
         f'version = "{version}"\n\n'
         "[project.optional-dependencies]\n"
-        f'sglang = ["uvloop", "sglang[diffusion]=={pin or sglang_pin()}"]\n'
+        f'sglang = ["uvloop", "sglang[diffusion]=={pin or sglang_pin(site)}"]\n'
     )
 
 
-def make_tree(root: Path, only: tuple[str, ...] = ()) -> Path:
+def make_tree(root: Path, only: tuple[str, ...] = (), site: Path | None = None) -> Path:
     """A checkout-shaped tree at root from the installed wheel's files (`only` these
-    dynamo/* folders: a smaller tree for what deploys nothing)."""
-    for file in wheel_files():
+    dynamo/* folders: a smaller tree for what deploys nothing; `site`: a release
+    environment's site-packages, else the harness's own)."""
+    for file in wheel_files(site):
         if only and file.parts[1] not in only:
             continue
         target = root / SRC / Path(*file.parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(file.locate(), target)
-    (root / "pyproject.toml").write_text(pyproject())
+    (root / "pyproject.toml").write_text(pyproject(site=site))
     return root
 
 
@@ -100,9 +114,7 @@ def skip_registration(
     return path
 
 
-def keyword_the_runtime_lacks(
-    root: Path, keyword: str = "harness_next_runtime_keyword"
-) -> Path:
+def keyword_the_runtime_lacks(root: Path, keyword: str = "harness_next_runtime_keyword") -> Path:
     """The registration passes a keyword the installed runtime's register_model does not
     take (a checkout written for a newer runtime): it shows only at run time."""
     path = root / SRC / "dynamo" / "sglang" / "register.py"

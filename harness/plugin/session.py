@@ -26,7 +26,6 @@ from discovery_harness.runtime import (
     gpu_probe,
     gpu_session,
     gpus,
-    import_probe,
     spawn,
     tier,
     usage,
@@ -113,7 +112,7 @@ def activate(config: pytest.Config) -> None:
         described["tier"] = chosen_tier(config).name
         apply_overrides({}, options.value(config, "model"))
         options.check_for_tier(config, chosen_tier(config))
-        config.stash[CHECKOUT_KEY] += _probe_release_env(config)
+        config.stash[CHECKOUT_KEY] += _probe_imports(config)
         config.stash[SPAWN_KEY] = spawn.spawn_mode(
             options.value(config, "spawn"), chosen_tier(config), dynamo_env.active().own
         )
@@ -139,10 +138,9 @@ def activate(config: pytest.Config) -> None:
 
 
 def _use_checkout(config: pytest.Config, report: report_run.RunReport | None) -> list[str]:
-    """--dynamo-src: the checkout, the environment that fits it (unless --dynamo-env said),
-    and, before anything starts, the import probe that refuses a pair that cannot run.
-    Returns the run's first lines about it. xdist workers inherit the controller's choice
-    (both variables) and probe nothing."""
+    """--dynamo-src: the checkout and the environment that fits it (unless --dynamo-env
+    said; `_probe_imports` then tries the pair). Returns the run's first lines about it.
+    xdist workers inherit the controller's choice (both variables)."""
     given = options.value(config, "dynamo_src")
     if not given:
         return []
@@ -151,26 +149,19 @@ def _use_checkout(config: pytest.Config, report: report_run.RunReport | None) ->
         os.environ[dynamo_src.ENV_VARIABLE] = str(Path(given).expanduser().absolute())
         checkout = dynamo_src.read(given)
     else:
-        checkout, lines = dynamo_fit.use(
-            given,
-            os.environ.get(dynamo_env.ENV_VARIABLE),
-            probe_imports=not config.option.collectonly,
-        )
+        checkout, lines = dynamo_fit.use(given, os.environ.get(dynamo_env.ENV_VARIABLE))
     if report is not None:
         report.checkout = checkout.as_dict()
     return lines
 
 
-def _probe_release_env(config: pytest.Config) -> list[str]:
-    """A release environment's workers' imports, tried once before anything starts (in the
-    controller; the --dynamo-src probe already covers a checkout, the harness's own
-    environment is the one it was installed and tested with): the run's first line, or a
-    usage error in one line naming the environment and the module."""
-    active = dynamo_env.active()
-    skip = active.own or config.stash[CHECKOUT_KEY] or config.option.collectonly
-    if skip or hasattr(config, "workerinput"):
+def _probe_imports(config: pytest.Config) -> list[str]:
+    """The workers' imports tried once before anything starts, in the controller (xdist
+    workers inherit its verdict; a listing starts nothing): the run's first line, or a usage
+    error in one line naming the environment (or checkout) and the module."""
+    if config.option.collectonly or hasattr(config, "workerinput"):
         return []
-    return [import_probe.refuse_unimportable(active, chosen_tier(config))]
+    return dynamo_fit.probe_before_start(chosen_tier(config))
 
 
 def _probe(config: pytest.Config) -> GpuProbe:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from discovery_harness.runtime import dynamo_env, import_probe
+from discovery_harness.runtime import dynamo_env, dynamo_src, import_probe
 from discovery_harness.runtime.dynamo_src import (
     ENV_VARIABLE,
     MISFIT,
@@ -28,6 +28,7 @@ from discovery_harness.runtime.dynamo_src import (
     read,
 )
 from discovery_harness.runtime.import_probe import ProbeResult
+from discovery_harness.runtime.tier import TierPolicy
 
 # --- which release environment fits ------------------------------------------------------
 
@@ -131,10 +132,10 @@ def choose_env(checkout: Checkout, given: str | None, envs_dir: Path | None = No
     return choose(checkout, candidates(envs_dir))
 
 
-def use(path: str, given_env: str | None, probe_imports: bool = True) -> tuple[Checkout, list[str]]:
+def use(path: str, given_env: str | None) -> tuple[Checkout, list[str]]:
     """Make `path` the run's checkout (HARNESS_DYNAMO_SRC) over the environment that fits
-    it, or `given_env` (HARNESS_DYNAMO_ENV), and probe the pair's imports before anything
-    starts (Misfit when they do not fit). Returns the checkout and the run's first lines."""
+    it, or `given_env` (HARNESS_DYNAMO_ENV). Returns the checkout and the run's first lines;
+    `probe_before_start` then tries the pair's imports, once the tier is known."""
     os.environ[ENV_VARIABLE] = str(Path(path).expanduser().absolute())
     checkout = read(path)
     choice = choose_env(checkout, given_env)
@@ -143,10 +144,21 @@ def use(path: str, given_env: str | None, probe_imports: bool = True) -> tuple[C
         f"checkout: {checkout.describe()}",
         f"checkout runs over: {choice.env.describe()}: {choice.reason}",
     ]
-    if probe_imports:
-        probed = probe(checkout, choice.env)
-        lines.append(f"checkout import probe: ok in {probed.seconds:.1f} s ({probed.describe()})")
     return checkout, lines
+
+
+def probe_before_start(tier: TierPolicy) -> list[str]:
+    """The one import probe of a run, before anything starts, of what its workers import as
+    `tier` starts them: the checkout over its environment (Misfit), else a release
+    environment (DynamoEnvError); the harness's own environment is the one it was installed
+    and tested with. Returns the run's first line about it."""
+    env, checkout = dynamo_env.active(), dynamo_src.active()
+    if checkout is not None:
+        probed = probe(checkout, env, stand_ins=tier.stand_ins)
+        return [f"checkout import probe: ok in {probed.seconds:.1f} s ({probed.describe()})"]
+    if env.own:
+        return []
+    return [import_probe.refuse_unimportable(env, tier)]
 
 
 # --- does the pair run? -------------------------------------------------------------------
@@ -155,19 +167,19 @@ _CANNOT_IMPORT = re.compile(r"cannot import name '([\w.]+)' from '([\w.]+)'")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 
 
-def probe(checkout: Checkout, env: dynamo_env.DynamoEnv) -> ProbeResult:
+def probe(checkout: Checkout, env: dynamo_env.DynamoEnv, stand_ins: bool = False) -> ProbeResult:
     """Import the start paths in a throwaway process of `env` with the checkout first; raise
     Misfit naming the missing name and both versions when they do not fit."""
     previous = os.environ.get(ENV_VARIABLE)
     os.environ[ENV_VARIABLE] = str(checkout.root)
     try:
-        environment = import_probe.environment(stand_ins=False)
+        environment = import_probe.environment(stand_ins)
     finally:
         if previous is None:
             os.environ.pop(ENV_VARIABLE, None)
         else:
             os.environ[ENV_VARIABLE] = previous
-    result = import_probe.run(env, stand_ins=False, environ=environment)
+    result = import_probe.run(env, stand_ins, environ=environment)
     if result.error and result.error.get("type") == "crash":
         tail = result.error["message"]
         raise Misfit(f"{MISFIT}: the import probe of {checkout.root} crashed: {tail}")

@@ -61,10 +61,11 @@ def up_command(args: argparse.Namespace) -> int:
     catalogue = catalogue_module.load()
     try:
         chosen = tier.choose(args.tier).tier
+        lines: list[str] = []
         if args.dynamo_src:
             _, lines = dynamo_fit.use(args.dynamo_src, os.environ.get(dynamo_env.ENV_VARIABLE))
-            for line in lines:
-                print(f"harness up: {line}", flush=True)
+        for line in [*lines, *dynamo_fit.probe_before_start(chosen)]:
+            print(f"harness up: {line}", flush=True)
         version = dynamo_env.active().version
         topology = catalogue.topology(args.topology).for_release(version)
         faults = usage.injected_faults(args.inject_fault, catalogue)
