@@ -300,7 +300,17 @@ EMBEDDING_CANARY_GENERATE_SHAPED = (
     ),
 )
 
-_EMBEDDING_OPTIONS_IGNORED = ("0.9.1", "1.0.2", "1.1.1", "1.2.1")  # measured (finding 30)
+# Measured on every release before 1.3 (finding 30; 0.7.0-0.8.1 added 2026-12-07).
+_EMBEDDING_OPTIONS_IGNORED = (
+    "0.7.0",
+    "0.7.1",
+    "0.8.0",
+    "0.8.1",
+    "0.9.1",
+    "1.0.2",
+    "1.1.1",
+    "1.2.1",
+)
 
 EMBEDDING_TOPOLOGY = Topology(
     name="embedding",
@@ -329,7 +339,8 @@ EMBEDDING_TOPOLOGY = Topology(
                 "the full-length float list (finding 30; 1.3 reads both)",
                 shape=shape,
                 cites=(
-                    "dynamo/sglang/request_handlers/embedding/embedding_handler.py (1.1.1: "
+                    "dynamo/sglang/request_handlers/embedding/embedding_handler.py (0.7.0, "
+                    "0.8.1: generate lines 32-57; 1.1.1: "
                     "generate lines 35-70, _transform_response lines 72-99; 1.3.1 adds "
                     "dimensions and encoding_format, lines 95-118)",
                 ),
