@@ -48,6 +48,7 @@ def test_an_environment_whose_sglang_cannot_be_imported_is_refused_in_one_line(t
     assert "shadow/sglang/__init__.py" in message and "nothing was started" in message
 
 
+@pytest.mark.nightly  # ~11 s: the whole stack's import
 def test_the_harnesss_own_stack_imports_in_the_probe():
     result = import_probe.run(dynamo_env.own(), stand_ins=True)
     assert result.error is None, result.failure()
