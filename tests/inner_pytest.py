@@ -15,6 +15,7 @@ from discovery_harness.runtime import gpus
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+HARNESS = [sys.executable, "-m", "discovery_harness"]
 # One GPU the GPU probe takes as usable, on a machine without one: the GPU tier's own checks
 # and selection, run here (nothing of it starts a worker).
 ONE_GPU = {
@@ -30,31 +31,39 @@ def session_env(**extra: str) -> dict[str, str]:
     return {**gpus.session_of_its_own(), **reports, **extra}
 
 
+def run_child(
+    argv: list[str],
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+    cwd: Path = ROOT,
+    whole_env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """The tests' one way to run a child python: from `cwd`, in an inner session's
+    environment plus `env` (or exactly `whole_env`), its output captured."""
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=whole_env if whole_env is not None else session_env(**(env or {})),
+    )
+
+
 def run_pytest(
     *args: str, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*PYTEST, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=session_env(**(env or {})),
-    )
+    return run_child([*PYTEST, *args], env, timeout)
 
 
 def run_cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    whole_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`python -m discovery_harness ARGS` from the project root, as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "discovery_harness", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=session_env(**(env or {})),
-    )
+    return run_child(HARNESS + list(args), env, timeout, whole_env=whole_env)
 
 
 def cli_in_process(

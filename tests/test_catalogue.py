@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +28,7 @@ from discovery_harness_scenarios.catalogue import (
     GPU_MODELS,
     MULTIMODAL_FLAGS,
 )
+from tests.inner_pytest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -137,14 +136,7 @@ def test_a_catalogue_named_by_the_environment_is_checked_when_loaded(tmp_path, m
         + ", ".join(ASSET_KEYS),
     ]
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
-    result = subprocess.run(
-        [sys.executable, "-m", "discovery_harness", "topologies"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_cli("topologies", whole_env=env)
     assert result.returncode == 4, result.stderr
     assert "catalogue 'broken_catalogue' is not valid (2 problem(s))" in result.stderr
     assert "Traceback" not in result.stderr

@@ -6,26 +6,18 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 
 import pytest
 
 from discovery_harness.plugin.options import ENV_VARIABLES
 from discovery_harness_workers.faults import FAULTS
-from tests.inner_pytest import ROOT, run_pytest, session_env
+from tests.inner_pytest import HARNESS, ROOT, run_cli, run_pytest, session_env
 
 SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated]"
 
 
 def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "discovery_harness", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=session_env(**(env or {})),
-    )
+    return run_cli(*args, env=env, timeout=60)
 
 
 @pytest.mark.process
@@ -57,7 +49,7 @@ def test_models_list_exits_0_with_a_status_column_once(tmp_path):
 def test_a_closed_pipe_ends_a_printing_command_quietly():
     for command in (["plan"], ["topologies"]):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "discovery_harness", *command],
+            [*HARNESS, *command],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -90,5 +82,3 @@ def test_the_runs_first_lines_name_the_injected_faults():
     assert "discovery harness: faults injected: worker=handler-error" in faulty.stdout
     clean = run_pytest("--collect-only", "-q", SCENARIO)
     assert "discovery harness: faults injected: none" in clean.stdout
-
-

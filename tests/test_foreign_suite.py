@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.inner_pytest import run_child
 
 DYNAMO_MARKERS = ("pre_merge", "post_merge", "nightly", "gpu_0", "gpu_1", "sglang", "e2e", "unit")
 PYPROJECT = (
@@ -157,13 +158,8 @@ def run(suite: Path, *args: str, timeout: float = 120) -> tuple[dict | None, str
     record, summary = _files(suite)
     env = _own_environment(os.environ)
     env.update(FOREIGN_RECORD=str(record), GITHUB_STEP_SUMMARY=str(summary))
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", *args],
-        cwd=suite,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
+    done = run_child(
+        [sys.executable, "-m", "pytest", *args], timeout=timeout, cwd=suite, whole_env=env
     )
     output = done.stdout + done.stderr
     return _outcome(record, output, args), output, summary

@@ -20,6 +20,7 @@ from discovery_harness.runtime.model_source import gpu_needs
 from discovery_harness.runtime.models import BadModelOverride, MissingModels, ModelNeed
 from discovery_harness_scenarios.catalogue import CATALOGUE, GPU_MODELS, by_name
 from tests.hf_cache import cache_model
+from tests.inner_pytest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = [sys.executable, "-m", "discovery_harness"]
@@ -147,14 +148,7 @@ def test_concurrent_fetches_download_once_under_the_lock(hf_home, tmp_path):
 
 @pytest.mark.process
 def test_models_cli_fetch_offline_fails_naming_what_is_missing(hf_home):
-    result = subprocess.run(
-        [sys.executable, "-m", "discovery_harness", "models", "fetch", "rerank"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+    result = run_cli("models", "fetch", "rerank", whole_env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert result.returncode == 1, result.stdout + result.stderr
     assert "BAAI/bge-reranker-v2-m3: download failed" in result.stdout
     assert "topology 'rerank', key 'rerank'" in result.stderr

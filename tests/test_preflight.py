@@ -12,6 +12,7 @@ import pytest
 from discovery_harness.common.locations import package_dir
 from discovery_harness.processes.infra.local_process import LocalProcessProvider
 from discovery_harness.runtime import preflight
+from tests.inner_pytest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,13 +60,11 @@ def test_etcd_and_nats_must_answer(tmp_path, monkeypatch):
 
 
 def _preflight(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "discovery_harness", "preflight", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    return run_cli(
+        "preflight",
+        *args,
         timeout=60,
-        env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""},
+        whole_env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""},
     )
 
 

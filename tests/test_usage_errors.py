@@ -11,11 +11,10 @@ line. One case of each runs as a real subprocess, end to end."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 
-from tests.inner_pytest import ONE_GPU, ROOT, cli_in_process, run_pytest, session_env
+from tests.inner_pytest import ONE_GPU, ROOT, cli_in_process, run_cli, run_pytest
 
 SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated]"
 GPU_SCENARIO = "scenarios/test_topologies.py::test_registers_and_serves[aggregated-1gpu]"
@@ -113,14 +112,7 @@ def test_bad_cli_input_is_one_usage_error(args, says, capsys):
 
 
 def _harness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "discovery_harness", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=session_env(),
-    )
+    return run_cli(*args, timeout=60)
 
 
 # Commands that say their own name instead of argparse's "error:" (they judge or start things).

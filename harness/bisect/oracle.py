@@ -9,15 +9,12 @@ misfit (the checkout and the runtime do not fit: nothing to say about the code) 
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from discovery_harness.bisect.git import Commit
+from discovery_harness.common import child
 from discovery_harness.history.record import ItemFindings
 from discovery_harness.history.run import Selection, read_junit, run_conformance
 from discovery_harness.history.stability import (
@@ -30,10 +27,9 @@ from discovery_harness.history.stability import (
 )
 from discovery_harness.model.violations import MISFIT as MISFIT_KIND
 from discovery_harness.model.violations import STAND_IN_FAILED
-from discovery_harness.runtime import dynamo_src, gpus
+from discovery_harness.runtime import dynamo_src
 
 MISFIT, ERROR = "misfit", "error"
-INTERRUPT_GRACE_S = 120.0  # a run's own teardown after Ctrl-C: it stops its processes
 
 
 @dataclass
@@ -96,28 +92,6 @@ def violation_keys(findings: dict[str, ItemFindings]) -> frozenset[str]:
     return frozenset(keys)
 
 
-def _child(argv: list[str], sink: IO[str]) -> int:
-    """The run's pytest in its own session: Ctrl-C here is passed on once as SIGINT, and the
-    run is waited for while it stops its Dynamo processes (nothing is left running)."""
-    proc = subprocess.Popen(
-        argv,
-        stdout=sink,
-        stderr=subprocess.STDOUT,
-        env=gpus.session_of_its_own(),
-        start_new_session=True,
-    )
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(INTERRUPT_GRACE_S)
-        except subprocess.TimeoutExpired:
-            proc.terminate()
-            proc.wait()
-        raise
-
-
 def _misfit_line(log: Path) -> str | None:
     text = log.read_text(errors="replace") if log.exists() else ""
     for line in text.splitlines():
@@ -135,7 +109,7 @@ class Oracle:
     out_dir: Path
     dynamo_env: str | None = None
     most_runs: int = 3
-    runner: Callable[[list[str], IO[str]], int] = _child
+    runner: child.Runner | None = None  # None: the one child runner (common/child.py)
     counter: int = 0
 
     def _once(self, commit: Commit, logs: list[str]) -> frozenset[str]:

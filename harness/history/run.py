@@ -8,15 +8,12 @@ come from the JUnit file of each run.
 
 from __future__ import annotations
 
-import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 from xml.etree import ElementTree
 
-from discovery_harness.common import locations
+from discovery_harness.common import child, locations
 from discovery_harness.history.record import ItemFindings
 from discovery_harness.history.stability import Stable, finding_keys, more_runs_needed
 from discovery_harness.runtime import dynamo_env, gpus
@@ -130,7 +127,7 @@ def run_conformance(
     report_dir: Path,
     log: Path,
     extra: list[str],
-    popen: Callable[[list[str], IO[str]], int] | None = None,
+    popen: child.Runner | None = None,
 ) -> int:
     """One conformance run in its own pytest process (`python`'s Dynamo; None: the one the
     run chooses, e.g. for its --dynamo-src in `extra`), probing after
@@ -155,14 +152,7 @@ def run_conformance(
     with log.open("w") as sink:
         if popen is not None:
             return popen(argv, sink)
-        done = subprocess.run(
-            argv,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            check=False,
-            env=gpus.session_of_its_own(),
-        )
-    return done.returncode
+        return child.run(argv, sink, gpus.session_of_its_own())
 
 
 def read_junit(junit: Path) -> tuple[dict[str, ItemFindings], float]:
