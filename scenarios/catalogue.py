@@ -21,7 +21,7 @@ from discovery_harness.model.contract import (
     VIDEOS,
     ExpectedCard,
 )
-from discovery_harness.model.events import relisted_after_restart
+from discovery_harness.model.events import LISTED, LORA_LISTED, relisted_after_restart
 from discovery_harness.model.topology import (
     EVERY_SHAPE,
     GpuProfile,
@@ -198,10 +198,24 @@ PAIR_LISTED_EARLY = KnownViolation(
     cites=("ai-dynamo/dynamo#9815 (cards carry worker_type / needs: the fix, from 1.3)",),
 )
 
+# Finding 32: before 1.3 the frontend lists a P/D model once its cards are in etcd, before its
+# own router reaches both halves: the first request may fail (seen right after the listing).
+PAIR_UNROUTABLE_WHEN_LISTED = KnownViolation(
+    kind=BAD_RESPONSE,
+    dynamo_versions=("1.0.2", "1.1.1", "1.2.1"),
+    reason="Dynamo before 1.3 lists a prefill/decode model as soon as its cards are in etcd, "
+    "before its own router has the other half's instances: a request right after the listing "
+    "answers 500 'failed to route to prefill worker: no instances found' (finding 32; seen on "
+    "1.0.2 and 1.2.1; 1.3's topology readiness lists a namespace only once the frontend can "
+    "serve it)",
+    window=KnownWindow(after=LISTED, seconds=2.0),
+    cites=("ai-dynamo/dynamo#9815 (topology readiness: the fix, from 1.3)",),
+)
+
 DISAGGREGATED = Topology(
     name="disaggregated",
     eras=eras.DISAGGREGATED_ERAS,
-    known_violations=(PREFILL_RESTART_503, PAIR_LISTED_EARLY),
+    known_violations=(PREFILL_RESTART_503, PAIR_LISTED_EARLY, PAIR_UNROUTABLE_WHEN_LISTED),
     workers=(
         WorkerSpec(
             role="prefill",
@@ -1020,6 +1034,17 @@ LORA_UNLOAD_DEACTIVATES_PREFILL = KnownViolation(
         "dynamo/sglang/request_handlers/llm/decode_handler.py (1.4.2: generate line 383)",
     ),
 )
+# Finding 32 for a LoRA: listed on the first card's arrival, answered 404 'Model not found'
+# right after, while every worker's LoRA card is already in etcd.
+LORA_UNROUTABLE_WHEN_LISTED = KnownViolation(
+    kind=BAD_RESPONSE,
+    dynamo_versions=("1.1.1", "1.2.1"),
+    reason="Dynamo before 1.3 lists a LoRA of a prefill/decode pair before its router can "
+    "serve it: a chat for the adapter right after the listing answers 404 'Model not found' "
+    "although both workers' LoRA cards are in etcd (finding 32; seen on 1.2.1)",
+    window=KnownWindow(after=LORA_LISTED, seconds=2.0),
+    cites=("ai-dynamo/dynamo#9815 (topology readiness: the fix, from 1.3)",),
+)
 LORA_P_D = Topology(
     name="lora-p-d",
     eras=eras.LORA_P_D_ERAS,
@@ -1034,6 +1059,8 @@ LORA_P_D = Topology(
         LORA_WITHOUT_GENERATE_CAPABILITY,
         LORA_UNLOAD_DEACTIVATES_PREFILL,
         PAIR_LISTED_EARLY,
+        PAIR_UNROUTABLE_WHEN_LISTED,
+        LORA_UNROUTABLE_WHEN_LISTED,
     ),
 )
 

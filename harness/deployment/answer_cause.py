@@ -39,8 +39,10 @@ def _about(kind: str, exchange: Exchange) -> bool:
         return exchange.status == 503
     if kind == BAD_CONTENT:
         return exchange.status == 200
-    if kind == LISTED_EARLY:
-        return exchange.status in NOT_FOUND_YET
+    if kind == LISTED_EARLY:  # refused before ready: 404/503, or an error while incomplete
+        return exchange.status in NOT_FOUND_YET or (
+            exchange.status >= 500 and not exchange.after_ready
+        )
     return exchange.status >= 400 and exchange.status != 503
 
 

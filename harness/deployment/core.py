@@ -47,7 +47,7 @@ from discovery_harness.discovery.sources import FileSource
 from discovery_harness.judge import deployment as judged
 from discovery_harness.judge.verdict import Verdict, set_aside_known
 from discovery_harness.model import stand_in_blame
-from discovery_harness.model.events import Events
+from discovery_harness.model.events import LISTED, Events
 from discovery_harness.model.topology import Scenario, Topology, WorkerSpec
 from discovery_harness.model.violations import (
     MISFIT,
@@ -111,10 +111,6 @@ class Deployment(DeploymentQueries):
         self._verdict: Verdict | None = None
         self.events = Events()  # moments a known violation's window starts from
         self.verdict_at: float | None = None  # wall time of the verdict (the report's mark)
-
-    @property
-    def scenario(self) -> Scenario:
-        return self.plan.scenario
 
     @property
     def topology(self) -> Topology:
@@ -211,6 +207,8 @@ class Deployment(DeploymentQueries):
             violations += readiness.await_served(
                 self.listing, serving, Deadline(settings.list_deadline)
             )
+            if self.listing.listed_at is not None:
+                self.events.note(LISTED, at=self.listing.listed_at)
         elif not registered:  # listed although a worker never registered
             violations += readiness.listed_early(self.listing, self._serving(), [])
         violations += self.frontend_agreement.after_ready(not violations)
@@ -254,6 +252,8 @@ class Deployment(DeploymentQueries):
             probe=lambda: self.send_unrecorded(self.topology.requests[0]),
             keys_summary=lambda: diagnosis.keys_summary(self.observer.state(), self.namespace),
             log_tail=self.frontend_log.tail,
+            incomplete=lambda: bool(self.roster().without_card(self.discovery_now())),
+            answered_at=self.client.answered_at,
         )
 
     def send(
@@ -349,10 +349,6 @@ class Deployment(DeploymentQueries):
     def listed_at(self) -> float | None:
         """Wall time the model first appeared in GET /v1/models (None: not seen listed)."""
         return self.listing.listed_at
-
-    @property
-    def ready_when_listed(self) -> str:
-        return self.listing.ready_when_listed
 
     def _progress_sample(self) -> Sample:
         """Where each worker's start is now (for the live progress lines)."""

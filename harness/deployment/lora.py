@@ -22,6 +22,7 @@ from discovery_harness.deployment.worker import Worker
 from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.judge.answer_evidence import WORKER_MARGIN_S, block, errors_in_window
 from discovery_harness.judge.checks import WorkerView, compare_card, named
+from discovery_harness.model.events import LORA_LISTED
 from discovery_harness.model.records import ModelCard
 from discovery_harness.model.stand_in_blame import reclassify
 from discovery_harness.model.violations import (
@@ -200,6 +201,7 @@ def runtime_cycle(deployment: Deployment, name: str = LORA_NAME) -> None:
     lora.check_answers()
     lora.settle(name, loaded=True)
     _await_listing(deployment, name, listed=True)
+    deployment.events.note(LORA_LISTED)
     deployment.send("chat", model=name, purpose=LORA_CYCLE)
     lora.unload(name)
     lora.check_answers()

@@ -148,6 +148,10 @@ class Serving:
     probe: Callable[[], Reply]  # one request of `kind`, recorded as a probe
     keys_summary: Callable[[], str]  # the namespace's keys now (for a failure message)
     log_tail: Callable[[], str]  # the frontend's last lines since the deployment started
+    # Whether a worker's card is missing from etcd now (the topology cannot serve yet).
+    incomplete: Callable[[], bool] = lambda: False
+    # When the frontend answered the request of this id (its exchange's time), if recorded.
+    answered_at: Callable[[str], float | None] = lambda _: None
 
 
 def await_served(listing: ListingWatch, serving: Serving, deadline: Deadline) -> list[Violation]:
@@ -166,8 +170,8 @@ def await_served(listing: ListingWatch, serving: Serving, deadline: Deadline) ->
                 f"{serving.keys_summary()}",
             )
         ]
-    probes = probe_until_served(serving, deadline)
-    found = listed_early(listing, serving, probes)
+    probes, early = probe_until_served(serving, deadline)
+    found = listed_early(listing, serving, early)
     if not probes or probes[-1].status != 200:
         last = probes[-1] if probes else None
         found.append(
@@ -177,38 +181,53 @@ def await_served(listing: ListingWatch, serving: Serving, deadline: Deadline) ->
                 f"model '{serving.model_name}' is listed but never served a {serving.kind} "
                 f"request within {deadline.seconds:.0f} s; last answer: "
                 f"{last.describe() if last else 'none'}",
+                # When the answer came: finds its evidence and places it in a known window.
+                at=_answered(serving, last),
             )
         )
     return found
 
 
-def probe_until_served(serving: Serving, deadline: Deadline) -> list[Reply]:
+def _answered(serving: Serving, reply: Reply | None) -> tuple[float, ...]:
+    stamp = serving.answered_at(reply.request_id) if reply is not None else None
+    return () if stamp is None else (stamp,)
+
+
+def probe_until_served(serving: Serving, deadline: Deadline) -> tuple[list[Reply], list[Reply]]:
+    """Every probe, and those refused before the topology could serve: a 404 or 503 ("not
+    ready yet"), or any error while a worker's card is still missing from etcd (the model was
+    listed early; what a half-registered topology answers is that listing's consequence, as
+    1.0-1.2's decode refusing without its prefill: finding 6). Anything else is the answer."""
     probes: list[Reply] = []
+    refused: list[Reply] = []
     guard = serving.workers[0].proc
     while not deadline.expired:
-        probes.append(serving.probe())
-        # 404 and 503 say "not ready yet"; anything else is the answer.
-        if probes[-1].status not in NOT_READY_STATUSES:
+        reply = serving.probe()
+        probes.append(reply)
+        not_yet = reply.status in NOT_READY_STATUSES or (
+            reply.status != 200 and serving.incomplete()
+        )
+        if not not_yet:
             break
+        refused.append(reply)
         if not all(w.proc.alive() for w in serving.workers):
             break
         guard.popen_wait(deadline.slice(0.1))
-    return probes
+    return probes, refused
 
 
-def listed_early(listing: ListingWatch, serving: Serving, probes: list[Reply]) -> list[Violation]:
+def listed_early(listing: ListingWatch, serving: Serving, refused: list[Reply]) -> list[Violation]:
     """Listed while a worker's card was missing, or refused once listed (judged by
     discovery_harness.judge.deployment.listed_early)."""
     missing = set(listing.missing_when_listed)
     present = [
         w.expected for w in serving.workers if w.expected is not None and w.role not in missing
     ]
-    refused = any(p.status in NOT_READY_STATUSES for p in probes)
     return judged.listed_early(
         serving.model_name,
         listing.missing_when_listed,
         listing.ready_when_listed,
         present,
-        probes,
+        refused,
         serving.log_tail() if refused else "",
     )

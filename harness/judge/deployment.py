@@ -104,12 +104,13 @@ def listed_early(
     missing_when_listed: Sequence[str],
     ready_when_listed: str,
     present: Sequence[ExpectedCard],
-    probes: Sequence[Reply],
+    refused: Sequence[Reply],
     frontend_log_tail: str,
 ) -> list[Violation]:
     """Listed before its topology could serve: a role's card was missing from discovery when
-    the model first appeared in /v1/models (and the cards present could not serve it), or a
-    request for the listed model got 404/503."""
+    the model first appeared in /v1/models (and the cards present could not serve it), or
+    requests for the listed model were refused before it could (404/503, or any error while
+    a role's card was missing)."""
     evidence = []
     if missing_when_listed and not checks.servable(list(present)):
         evidence.append(
@@ -119,7 +120,6 @@ def listed_early(
             + " when the model first appeared in /v1/models (the frontend's own view "
             + f"then: {ready_when_listed})"
         )
-    refused = [p for p in probes if p.status in NOT_READY_STATUSES]
     if refused:
         statuses = "/".join(sorted({str(p.status) for p in refused}))
         evidence.append(

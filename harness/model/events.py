@@ -6,6 +6,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+# The model first listed in GET /v1/models at readiness; a LoRA listed in the runtime cycle.
+LISTED = "listed"
+LORA_LISTED = "LoRA listed"
+
 
 def relisted_after_restart(role: str) -> str:
     """The event recorded once the model is listed again after `role` restarted."""

@@ -64,6 +64,11 @@ class RecordingClient:
         self._ready_at: float | None = None
         self._lock = threading.Lock()
 
+    def answered_at(self, request_id: str) -> float | None:
+        """When the request of this id was answered (None: no such exchange recorded)."""
+        found = [e.wall_time for e in self.exchanges if request_id and e.request_id == request_id]
+        return found[-1] if found else None
+
     def mark_ready(self) -> None:
         """From now on every 503 counts as a violation."""
         self._ready_at = time.time()
