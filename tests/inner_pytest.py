@@ -3,6 +3,7 @@ check what a user running pytest sees (exit status, terminal output, usage error
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from discovery_harness.common import locations
 from discovery_harness.runtime import gpus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,3 +84,12 @@ def cli_in_process(
         signal.signal(signal.SIGPIPE, pipe)
     out, err = capsys.readouterr()
     return subprocess.CompletedProcess(list(args), code, out, err)
+
+
+def run_drift(python: Path | str) -> subprocess.CompletedProcess[str]:
+    """The stand-ins' drift check in another environment's interpreter (only the workers
+    package of the harness's on its path)."""
+    return run_child(
+        [str(python), "-m", "discovery_harness_workers.drift"],
+        whole_env={**os.environ, "PYTHONPATH": str(locations.worker_import_root())},
+    )

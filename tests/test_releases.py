@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
 
 from discovery_harness.cli.app import main as harness_main
-from discovery_harness.common import locations
 from discovery_harness.discovery.observer import DiscoveryState
 from discovery_harness.history import html, releases, start_paths, table
 from discovery_harness.history.record import ItemFindings
@@ -34,6 +31,7 @@ from discovery_harness.model.violations import REGISTERED_UNEXPECTEDLY
 from discovery_harness.runtime import dynamo_env, tier
 from discovery_harness.runtime.launch import worker_command
 from tests.fakes import NS, FakeWorker, card_entry, instance_entry
+from tests.inner_pytest import run_drift
 from tests.sites import worker_site
 
 CATALOGUE = load()
@@ -355,13 +353,7 @@ def _built(*wanted: str) -> None:
 def test_each_release_matches_its_stand_ins(release: str):
     _built(release)
     python = DEFAULT_ENVS / f"dynamo-{release}" / "bin" / "python"
-    result = subprocess.run(
-        [str(python), "-m", "discovery_harness_workers.drift"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(locations.worker_import_root())},
-    )
+    result = run_drift(python)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "0 difference(s)" in result.stdout
 

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
 
-from discovery_harness.common import locations
 from discovery_harness.history.run import DEFAULT_ENVS
 from discovery_harness_workers.drift import compare_signatures, missing_attributes
+from tests.inner_pytest import run_drift
 
 
 @pytest.mark.process
 def test_installed_sglang_matches_the_stand_ins():
     # In a subprocess: importing sglang configures logging and CUDA probes process-wide.
     result = subprocess.run(
-        [sys.executable, "-m", "discovery_harness_workers.drift"], capture_output=True, text=True,
-        timeout=300
+        [sys.executable, "-m", "discovery_harness_workers.drift"],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "0 difference(s)" in result.stdout
@@ -33,13 +34,7 @@ def test_each_pin_bump_environment_matches_the_stand_ins():
     if not pythons:
         pytest.skip("no pin-bump environment built here: bash ci/setup.sh --sglang VERSION")
     for python in pythons:
-        result = subprocess.run(
-            [str(python), "-m", "discovery_harness_workers.drift"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "PYTHONPATH": str(locations.worker_import_root())},
-        )
+        result = run_drift(python)
         assert result.returncode == 0, f"{python}: " + result.stdout + result.stderr[-3000:]
         assert "0 difference(s)" in result.stdout, f"{python}: {result.stdout[-3000:]}"
 
