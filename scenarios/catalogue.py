@@ -149,8 +149,21 @@ _MM_SINGLE_GPU = (
 )
 _TEXT_REQUESTS = ("chat", "chat-stream", "completion")
 
+# Finding 33: 0.7's LLM and embedding workers serve their generate endpoint and register the
+# card concurrently (one gather): the frontend lists the model on the card, which can come a
+# moment before the instance serves (seen once, on 0.7.1 aggregated, on a loaded machine).
+CARD_BEFORE_INSTANCE = KnownViolation(
+    kind=LISTED_EARLY,
+    dynamo_versions=("0.7.0", "0.7.1"),
+    reason="Dynamo 0.7 starts a worker's generate endpoint and its registration concurrently "
+    "(asyncio.gather of serve_endpoint and register_llm_with_readiness_gate): the card can be "
+    "in etcd, and the model listed, a moment before the instance serves (finding 33)",
+    cites=("dynamo/sglang/main.py (0.7.1: init lines 158-175, init_embedding's gather)",),
+)
+
 AGGREGATED = Topology(
     name="aggregated",
+    known_violations=(CARD_BEFORE_INSTANCE,),
     eras=eras.AGGREGATED_ERAS,
     workers=(
         WorkerSpec(
@@ -215,7 +228,12 @@ PAIR_UNROUTABLE_WHEN_LISTED = KnownViolation(
 DISAGGREGATED = Topology(
     name="disaggregated",
     eras=eras.DISAGGREGATED_ERAS,
-    known_violations=(PREFILL_RESTART_503, PAIR_LISTED_EARLY, PAIR_UNROUTABLE_WHEN_LISTED),
+    known_violations=(
+        PREFILL_RESTART_503,
+        PAIR_LISTED_EARLY,
+        PAIR_UNROUTABLE_WHEN_LISTED,
+        CARD_BEFORE_INSTANCE,
+    ),
     workers=(
         WorkerSpec(
             role="prefill",
@@ -344,6 +362,7 @@ EMBEDDING_TOPOLOGY = Topology(
     shapes=EVERY_SHAPE,
     known_violations=(
         *EMBEDDING_CANARY_GENERATE_SHAPED,
+        CARD_BEFORE_INSTANCE,
         *(
             KnownViolation(
                 kind=BAD_CONTENT,
@@ -891,6 +910,7 @@ _MULTINODE_WORKERS = (
 MULTINODE = Topology(
     name="multinode",
     eras=eras.multinode_eras(_MULTINODE_WORKERS),
+    known_violations=(CARD_BEFORE_INSTANCE,),
     workers=_MULTINODE_WORKERS,
     requests=_TEXT_REQUESTS,
     gpu=GpuProfile(
