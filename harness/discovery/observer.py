@@ -74,7 +74,9 @@ class DiscoveryObserver:
         self._watch_error: Exception | None = None
         self._generation = 0
         self._stopping = threading.Event()
-        self._resyncing = threading.Event()
+        self._resyncing = False  # a resync thread runs (under _resync_lock)
+        self._broken_again: Exception | None = None  # a watch error seen during that resync
+        self._resync_lock = threading.Lock()
 
     def start(self) -> DiscoveryObserver:
         self._sync()
@@ -105,27 +107,41 @@ class DiscoveryObserver:
         self.source.close()
 
     def _on_error(self, broken: Exception) -> None:
-        if not self._stopping.is_set() and not self._resyncing.is_set():
-            self._resyncing.set()
-            threading.Thread(target=self._resync, args=(broken,), daemon=True).start()
+        if self._stopping.is_set():
+            return
+        with self._resync_lock:
+            if self._resyncing:  # the resync under way runs once more: never dropped
+                self._broken_again = broken
+                return
+            self._resyncing = True
+        threading.Thread(target=self._resync, args=(broken,), daemon=True).start()
 
     def _resync(self, broken: Exception) -> None:
         """The watch broke: read and watch again until the source answers, for up to
-        RESYNC_DEADLINE_S; only then do waits fail with the watch's error."""
-        try:
-            deadline = Deadline(RESYNC_DEADLINE_S)
-            while not self._stopping.is_set() and not deadline.expired:
-                try:
-                    self.source.reopen()
-                    self._sync()
+        RESYNC_DEADLINE_S; only then do waits fail with the watch's error. A watch that
+        breaks again while this runs (the new one, right after etcd came back) is resynced
+        too, not dropped."""
+        while True:
+            self._resync_once(broken)
+            with self._resync_lock:
+                again, self._broken_again = self._broken_again, None
+                if again is None or self._stopping.is_set():
+                    self._resyncing = False
                     return
-                except Exception:  # still down: grpc raises its own errors
-                    self._stopping.wait(deadline.slice(0.2))
-            with self._changed:
-                self._watch_error = broken
-                self._changed.notify_all()
-        finally:
-            self._resyncing.clear()
+            broken = again
+
+    def _resync_once(self, broken: Exception) -> None:
+        deadline = Deadline(RESYNC_DEADLINE_S)
+        while not self._stopping.is_set() and not deadline.expired:
+            try:
+                self.source.reopen()
+                self._sync()
+                return
+            except Exception:  # still down: grpc raises its own errors
+                self._stopping.wait(deadline.slice(0.2))
+        with self._changed:
+            self._watch_error = broken
+            self._changed.notify_all()
 
     def _on_changes(self, changes: list[Change]) -> None:
         now_wall, now_mono = time.time(), time.monotonic()
