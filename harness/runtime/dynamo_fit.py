@@ -164,7 +164,6 @@ def probe_before_start(tier: TierPolicy) -> list[str]:
 # --- does the pair run? -------------------------------------------------------------------
 
 _CANNOT_IMPORT = re.compile(r"cannot import name '([\w.]+)' from '([\w.]+)'")
-_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 
 
 def probe(checkout: Checkout, env: dynamo_env.DynamoEnv, stand_ins: bool = False) -> ProbeResult:
@@ -180,8 +179,8 @@ def probe(checkout: Checkout, env: dynamo_env.DynamoEnv, stand_ins: bool = False
         else:
             os.environ[ENV_VARIABLE] = previous
     result = import_probe.run(env, stand_ins, environ=environment)
-    if result.error and result.error.get("type") == "crash":
-        tail = result.error["message"]
+    if result.crashed:
+        tail = (result.error or {}).get("message")
         raise Misfit(f"{MISFIT}: the import probe of {checkout.root} crashed: {tail}")
     if result.error:
         raise Misfit(misfit_message(checkout, env, result))
@@ -213,8 +212,7 @@ def misfit_message(checkout: Checkout, env: dynamo_env.DynamoEnv, result: ProbeR
     message = str(error.get("message") or "")
     runtime_modules = set(result.runtime_modules)
     cannot = _CANNOT_IMPORT.search(message)
-    missing = _NO_MODULE.search(message)
-    owner = cannot.group(2) if cannot else (missing.group(1) if missing else "")
+    owner = cannot.group(2) if cannot else (result.missing_module() or "")
     owned_by_env = owner.startswith("sglang") or any(
         owner == m or owner.startswith(m + ".") for m in runtime_modules
     )

@@ -28,6 +28,8 @@ START_MODULES = ("dynamo.frontend.main", "dynamo.sglang.main")
 PROBE_DEADLINE_S = 300.0
 _MODULE = "discovery_harness_workers.import_probe"
 _MARKER = "HARNESS-PROBE "
+_CRASH = "crash"  # the error type of a probe that died before it could say anything
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,15 @@ class ProbeResult:
         sglang = self.origins.get("dynamo.sglang") or "?"
         core = self.origins.get("dynamo._core") or "?"
         return f"dynamo.sglang from {sglang}; dynamo._core from {core}"
+
+    @property
+    def crashed(self) -> bool:
+        return (self.error or {}).get("type") == _CRASH
+
+    def missing_module(self) -> str | None:
+        """The module the failure says is not installed (dotted, as the message names it)."""
+        found = _NO_MODULE.search(str((self.error or {}).get("message") or ""))
+        return found.group(1) if found else None
 
     def failure(self) -> str:
         """The first failure in one line: what was imported, what failed, where."""
@@ -86,7 +97,7 @@ def run(
     line = next((x for x in done.stdout.splitlines() if x.startswith(_MARKER)), None)
     if line is None:
         tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        crashed = {"type": "crash", "message": tail, "importing": "the import probe"}
+        crashed = {"type": _CRASH, "message": tail, "importing": "the import probe"}
         return ProbeResult({}, {}, seconds, crashed)
     found = json.loads(line[len(_MARKER) :])
     return ProbeResult(
@@ -98,18 +109,15 @@ def run(
     )
 
 
-_PIN_BUMP = re.compile(r"No module named '([\w.]+)'")
-
-
 def refuse_unimportable(env: dynamo_env.DynamoEnv, tier: TierPolicy) -> str:
     """The run's first line about `env` when its workers' start path imports; else
     DynamoEnvError in one line naming the environment and what failed."""
     result = run(env, stand_ins=tier.stand_ins)
     if result.error is None:
         return f"Dynamo environment import probe: ok in {result.seconds:.1f} s ({env.python})"
-    missing = _PIN_BUMP.search(str(result.error.get("message") or ""))
+    missing = result.missing_module()
     advice = (
-        f"module `{missing.group(1)}` is not installed there; install it into that environment"
+        f"module `{missing}` is not installed there; install it into that environment"
         if missing
         else "its packages do not fit together"
     )

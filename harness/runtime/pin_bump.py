@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,6 @@ from discovery_harness.runtime.tier import CPU
 
 MOST_ROUNDS = 8  # modules added one at a time; more means the bump needs a person
 CANDIDATES_TRIED = 5  # per missing module, the requirements named most like it
-_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 _METADATA = (
     "import importlib.metadata as m, json; "
     "print(json.dumps({'requires': m.requires('sglang') or [], 'installed': "
@@ -116,10 +114,10 @@ def resolve(venv: Path, constraints: Path) -> list[str]:
             result = import_probe.run(env, stand_ins=CPU.stand_ins)
             if result.error is None:
                 return added
-            missing = _NO_MODULE.search(str(result.error.get("message") or ""))
+            missing = result.missing_module()
             if missing is None:
                 raise BumpError(f"the start path does not import: {result.failure()}")
-            module = missing.group(1).split(".")[0]
+            module = missing.split(".")[0]
             requires, installed = _metadata(env.python)
             candidates = most_like(module, declared(requires, installed))
             found = next((r for r in candidates if _provides(r, module, Path(scratch), pip)), None)
