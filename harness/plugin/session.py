@@ -68,7 +68,8 @@ GPU_MEMORY_KEY = pytest.StashKey[tuple]()
 PROGRESS_KEY = pytest.StashKey[Callable[[str], None] | None]()
 ACTIVE_KEY = pytest.StashKey[bool]()
 STARTED_KEY = pytest.StashKey[bool]()
-CHECKOUT_KEY = pytest.StashKey[list[str]]()  # the run's first lines about --dynamo-src
+# The run's first lines about what Dynamo runs: --dynamo-src, and the import probe's verdict.
+CHECKOUT_KEY = pytest.StashKey[list[str]]()
 
 
 @pytest.hookimpl(trylast=True)  # after the suite's own markers: ours only where it has none
