@@ -39,10 +39,12 @@ from discovery_harness.model.violations import (
     CANARY_REJECTED,
     LISTED_EARLY,
     LORA_WITHOUT_RUNTIME_DATA,
+    NEVER_LISTED,
     NEVER_READY,
     READY_BEFORE_CARD,
     STATUS_503,
     UNREADY_AFTER_READY,
+    WRONG_CARD,
     lora_shape,
 )
 from discovery_harness_scenarios import eras
@@ -641,6 +643,32 @@ MM_ENCODE_P_D = Topology(
     ),
 )
 
+# Finding 25: 1.0's diffusion registrations name the card after the model path ("diffusion
+# workers don't have served_model_name"), so the served name is never listed (measured on
+# 1.0.2 in the history and with `conformance --dynamo-env`; 1.1 reads served_model_name).
+_REGISTER_1_0 = "components/src/dynamo/sglang/register.py (1.0.2)"
+DIFFUSION_SERVED_NAME_IGNORED = (
+    KnownViolation(
+        kind=WRONG_CARD,
+        dynamo_versions=("1.0.2",),
+        reason="Dynamo 1.0's image and video registrations take the model path as the card's "
+        "name, whatever --served-model-name says (finding 25; 1.1 reads served_model_name)",
+        cites=(
+            f"{_REGISTER_1_0}: register_image_diffusion_model, lines 301-302",
+            f"{_REGISTER_1_0}: register_video_generation_model, lines 356-357",
+        ),
+    ),
+    KnownViolation(
+        kind=NEVER_LISTED,
+        dynamo_versions=("1.0.2",),
+        reason="Dynamo 1.0's diffusion card carries the model path as its name, so the "
+        "frontend lists that and never the served name; a request for it is answered 404 "
+        "(finding 25)",
+        cites=(f"{_REGISTER_1_0}: register_image_diffusion_model, lines 301-302",),
+    ),
+)
+
+
 IMAGE_DIFFUSION = Topology(
     name="image-diffusion",
     eras=eras.DIFFUSION_ERAS,
@@ -668,6 +696,7 @@ IMAGE_DIFFUSION = Topology(
         nightly=True,
     ),
     known_violations=(
+        *DIFFUSION_SERVED_NAME_IGNORED,
         KnownViolation(
             kind=BAD_CONTENT,
             dynamo_versions=("1.1.1", "1.2.1", "1.3.1", "1.4.2", "1.5.1", "1.6.1"),
@@ -724,6 +753,7 @@ VIDEO_GENERATION = Topology(
     ),
     requests=("video",),
     known_violations=(
+        *DIFFUSION_SERVED_NAME_IGNORED,
         KnownViolation(
             kind=CANARY_REJECTED,
             dynamo_versions=("1.2.1",),

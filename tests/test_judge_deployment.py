@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from discovery_harness.judge import deployment as judged
 from discovery_harness.judge.verdict import CONFORMANT, FAILED, KNOWN, set_aside_known
 from discovery_harness.model.contract import CHAT_COMPLETIONS, EMPTY, ExpectedCard
 from discovery_harness.model.topology import KnownViolation
-from discovery_harness.model.violations import INTERFERENCE, LISTED_EARLY, WRONG_CARD, Violation
+from discovery_harness.model.violations import (
+    BAD_CONTENT,
+    BAD_RESPONSE,
+    INTERFERENCE,
+    LISTED_EARLY,
+    WRONG_CARD,
+    Violation,
+)
+from discovery_harness.serving.http_client import Exchange
 from discovery_harness.serving.requests import Reply
 from tests.fakes import NS, FakeWorker, card_entry, instance_entry, state
 
@@ -75,3 +85,22 @@ def test_a_self_test_is_strict_only_for_the_roles_it_injects_a_fault_into():
     assert set_aside_known(encoder, declared, "1.6.1", strict={"mm-worker"}).outcome == KNOWN
     assert set_aside_known(encoder, declared, "1.6.1", strict={"mm-encoder"}).outcome == FAILED
     assert set_aside_known(encoder, declared, "1.6.1", strict=True).outcome == FAILED
+
+
+def test_answers_of_a_model_that_never_became_ready_are_not_judged():
+    """Finding 25's shape: the model is known never to be listed, so the deployment is never
+    ready and its 404s and empty listing are that finding's, not violations of their own."""
+    listing = Reply("listing", "/v1/models", 200, "model 'm' listed 0 times", "{}", request_id="a")
+    refused = Reply("image", "/v1/images/generations", 404, "status 404", "{}", request_id="b")
+    exchanges = [
+        Exchange(1.0, "GET", "/v1/models", 200, "{}", False, "a", 0.9),
+        Exchange(1.1, "POST", "/v1/images/generations", 404, "{}", False, "b", 1.0),
+    ]
+    assert judged.answered_once_ready(exchanges, [listing, refused]) == []
+    assert judged.after_ready(state(), NS, "m", [], [], exchanges, [listing, refused], "") == []
+    # The same answers once ready are judged: the listing's content, the 404.
+    ready = [dataclasses.replace(e, after_ready=True) for e in exchanges]
+    kinds = sorted(
+        v.kind for v in judged.after_ready(state(), NS, "m", [], [], ready, [listing, refused], "")
+    )
+    assert kinds == [BAD_CONTENT, BAD_RESPONSE]

@@ -51,6 +51,7 @@ from discovery_harness.model.events import LISTED, Events
 from discovery_harness.model.topology import Scenario, Topology, WorkerSpec
 from discovery_harness.model.violations import (
     MISFIT,
+    NEVER_LISTED,
     REGISTERED_UNEXPECTEDLY,
     START_FAILED,
     WORKER_EXITED,
@@ -183,7 +184,9 @@ class Deployment(DeploymentQueries):
             verdict.raise_if_failed(self.topology.name)
         self._ready_known = verdict.known
         self._stop_progress("ready")
-        self.client.mark_ready()
+        if not any(v.kind == NEVER_LISTED for v, _ in verdict.known):
+            # A model known never to be listed is never ready: its answers are that finding's.
+            self.client.mark_ready()
         return self
 
     def _readiness(self) -> list[Violation]:

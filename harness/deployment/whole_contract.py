@@ -30,9 +30,10 @@ def prove(deployment: Deployment) -> None:
     """Send its bad inputs, run the topology's runtime cycle, then wait for every canary its
     workers owe."""
     topology = deployment.topology
-    bad_input.prove(deployment)
-    if LORA_ASSET in topology.assets:
-        lora.runtime_cycle(deployment)
+    if deployment.client.ready:  # else its model is known never to be listed: nothing to ask
+        bad_input.prove(deployment)
+        if LORA_ASSET in topology.assets:
+            lora.runtime_cycle(deployment)
     if topology.health_judged:
         await_canaries(deployment.workers, deployment.canary_waited)
 

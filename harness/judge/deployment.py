@@ -154,6 +154,7 @@ def after_ready(
     frontend rejected, and discovery's state now."""
     labels = {r.request_id: r.label for r in replies if r.request_id}
     violations = checks.bad_exchanges(list(exchanges), labels)
+    replies = answered_once_ready(exchanges, replies)
     answers = [r for r in replies if r.purpose != BAD_INPUT]
     violations += [bad_answer(r, workers) for r in answers if not r.ok and r.status == 200]
     violations += bad_input.violations(replies, *serving_role(workers))
@@ -166,6 +167,13 @@ def after_ready(
     violations += checks.cards_without_instances(state, namespace)
     violations += checks.non_loopback_addresses(state, namespace)
     return violations
+
+
+def answered_once_ready(exchanges: Sequence[Exchange], replies: Sequence[Reply]) -> list[Reply]:
+    """The replies whose exchange came once the deployment was ready: a model that never
+    became ready (a release known never to list it) has answers that are that finding's."""
+    before = {e.request_id for e in exchanges if not e.after_ready and e.request_id}
+    return [r for r in replies if r.request_id not in before]
 
 
 def serving_role(workers: Sequence[WorkerView]) -> tuple[str, str]:
