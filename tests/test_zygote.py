@@ -14,7 +14,12 @@ from discovery_harness.cli.plan import PLACEHOLDER_ETCD, PLACEHOLDER_NATS, build
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.model.catalogue import load
 from discovery_harness.runtime.launch import template_env
-from discovery_harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S, TemplateUnfit, Zygote
+from discovery_harness.runtime.spawn import (
+    TEMPLATE_IMPORT_DEADLINE_S,
+    TemplateImportFailed,
+    TemplateUnfit,
+    Zygote,
+)
 from discovery_harness.runtime.tier import CPU
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,6 +83,39 @@ def test_a_template_that_starts_a_thread_at_import_is_refused_and_its_reads_list
         assert zygote.info is not None and "HARNESS_TEST_READ_AT_IMPORT" in zygote.info.env_reads
     finally:
         zygote.stop()
+
+
+BLOCKS_TORCH = """
+import sys
+
+class _Uninstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
+
+sys.meta_path.insert(0, _Uninstalled())
+"""
+
+
+def test_a_template_that_cannot_import_is_one_line_naming_the_module(tmp_path):
+    """The own environment is not probed up front: its template's failed import is the
+    refusal, in one line naming the environment and the module, not a traceback per test."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(BLOCKS_TORCH)
+    env = {
+        **template_env(PLACEHOLDER_ETCD, PLACEHOLDER_NATS, tmp_path / "hf", tmp_path / "t"),
+        "PYTHONPATH": str(tmp_path / "site"),
+    }
+    zygote = Zygote(env, tmp_path / "z.log", ROOT).start()
+    try:
+        with pytest.raises(TemplateImportFailed) as refused:
+            zygote.wait_ready(Deadline(TEMPLATE_IMPORT_DEADLINE_S))
+    finally:
+        zygote.stop()
+    line = str(refused.value)
+    assert "\n" not in line and sys.executable in line
+    assert "module `torch` is not installed there" in line
+    assert "ModuleNotFoundError: No module named 'torch'" in line
 
 
 def test_a_child_recomputes_what_the_template_cached_from_its_environment(tmp_path):

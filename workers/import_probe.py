@@ -57,7 +57,8 @@ def _prepare(stand_ins: bool) -> None:
         pass
 
 
-def _error(failed: BaseException, importing: str) -> dict[str, Any]:
+def describe_error(failed: BaseException, importing: str) -> dict[str, Any]:
+    """A failure at import as the harness reads it: type, message, missing module, the line."""
     frames = traceback.format_exception(failed)
     return {
         "type": type(failed).__name__,
@@ -80,7 +81,7 @@ def probe(modules: list[str], stand_ins: bool) -> dict[str, Any]:
         for importing in modules:
             importlib.import_module(importing)
     except BaseException as failed:  # any failure at import is the answer
-        found["error"] = _error(failed, importing)
+        found["error"] = describe_error(failed, importing)
     found["from"] = {
         name: getattr(sys.modules.get(name), "__file__", None)
         or str(list(getattr(sys.modules.get(name), "__path__", [])))

@@ -42,6 +42,8 @@ import threading
 import time
 from typing import Any, NoReturn
 
+from discovery_harness_workers.import_probe import describe_error
+
 # What a worker imports before it registers, in every mode; importing them here is the point.
 PRELOAD = (
     "torch",
@@ -90,17 +92,28 @@ def record_environ_reads() -> RecordingEnviron:
     return recording
 
 
+class TemplateImportFailed(Exception):
+    """An import of the template's failed: `described` is what the harness prints."""
+
+    def __init__(self, described: dict[str, Any]) -> None:
+        super().__init__(described["message"])
+        self.described = described
+
+
 def preload(also: tuple[str, ...] = ()) -> tuple[set[str], float]:
     """Import PRELOAD (and `also`) with the stand-ins installed; return (env names read,
     seconds)."""
     started = time.monotonic()
     recording = record_environ_reads()
+    importing = "the workers' start-up (their CPU stand-ins import sglang)"
     try:
         from discovery_harness_workers import start
 
         start.prepare(with_fault=False)  # a template runs no fault: each child gets its own
-        for name in (*PRELOAD, *also):
-            importlib.import_module(name)
+        for importing in (*PRELOAD, *also):
+            importlib.import_module(importing)
+    except Exception as failed:
+        raise TemplateImportFailed(describe_error(failed, importing)) from failed
     finally:
         reads = set(recording.reads)  # the twin stays os.environ: it is the real one, too
     return reads, time.monotonic() - started
@@ -241,7 +254,11 @@ def main() -> None:
     parser.add_argument("--also-import", action="append", default=[], metavar="MODULE")
     args = parser.parse_args()
     conn = socket.socket(fileno=args.control_fd)
-    reads, seconds = preload(tuple(args.also_import))
+    try:
+        reads, seconds = preload(tuple(args.also_import))
+    except TemplateImportFailed as failed:  # said in one line there; the traceback is logged
+        _send(conn, {"import_failed": failed.described})
+        raise
     _send(
         conn,
         {

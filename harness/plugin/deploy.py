@@ -80,6 +80,8 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
         started.append(deployment)
         try:
             ready = (deployment if ahead else deployment.start()).await_ready()
+        except spawn.TemplateImportFailed as unimportable:  # every test would meet it
+            pytest.exit(str(unimportable), returncode=pytest.ExitCode.USAGE_ERROR)
         except ContractFailure:
             if option_value(request.config, "probe_after_failure"):
                 _probe(deployment)

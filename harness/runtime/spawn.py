@@ -26,6 +26,7 @@ from typing import Any
 
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.processes.managed import ManagedProcess, WaitTimeout
+from discovery_harness.runtime.import_probe import ProbeResult
 from discovery_harness.runtime.launch import WorkerCommand
 from discovery_harness.runtime.tier import TierPolicy
 
@@ -100,6 +101,26 @@ class TemplateUnfit(RuntimeError):
     """Forking from the template would not give a faithful worker (threads, frozen env)."""
 
 
+class TemplateImportFailed(RuntimeError):
+    """The template could not import the workers' start path: the environment's fault, said
+    in one line (no worker of the session can start)."""
+
+
+def import_refusal(error: dict[str, Any], python: str) -> str:
+    """One line naming the environment, the module and the importing line."""
+    failed = ProbeResult({}, {}, 0.0, error)
+    missing = failed.missing_module()
+    advice = (
+        f"module `{missing}` is not installed there; install it (bash ci/setup.sh)"
+        if missing
+        else "its packages do not fit together; rebuild it (bash ci/setup.sh)"
+    )
+    return (
+        f"the harness's own environment ({python}) cannot import the workers' start path: "
+        f"{advice} ({failed.failure()}); no worker can start"
+    )
+
+
 class Zygote:
     """One pre-imported template process and the children forked from it."""
 
@@ -113,6 +134,7 @@ class Zygote:
         self._conn: socket.socket | None = None
         self.proc: ManagedProcess | None = None
         self.info: TemplateInfo | None = None
+        self.import_failed: dict[str, Any] | None = None  # what failed, as the template said
         self._ready = threading.Event()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -145,14 +167,19 @@ class Zygote:
         return self
 
     def wait_ready(self, deadline: Deadline) -> TemplateInfo:
-        """Block until the template has imported everything; fail at once if it died, and
-        with TemplateUnfit if it runs threads."""
-        assert self.proc is not None
-        while not self._ready.is_set():
-            self.proc.ensure_alive("its imports (the worker template)")
+        """Block until the template has imported everything; fail at once if it died (in
+        one line, TemplateImportFailed, if an import failed), and with TemplateUnfit if it
+        runs threads."""
+        assert self.proc is not None and self._reader is not None
+        while not self._ready.is_set() and self.proc.alive():
             if deadline.expired:
                 raise WaitTimeout(self.proc, "its imports (the worker template)", deadline.seconds)
             self._ready.wait(deadline.slice(0.25))
+        if self.info is None:
+            self._reader.join(timeout=2.0)  # what it said before it exited is read to the end
+        if self.import_failed is not None:
+            raise TemplateImportFailed(import_refusal(self.import_failed, sys.executable))
+        self.proc.ensure_alive("its imports (the worker template)")
         assert self.info is not None
         if self.info.problems():
             raise TemplateUnfit("; ".join(self.info.problems()))
@@ -225,6 +252,9 @@ class Zygote:
                 modules=message["modules"],
             )
             self._ready.set()
+        elif "import_failed" in message:
+            self.import_failed = message["import_failed"]
+            self._ready.set()  # wakes wait_ready, which raises
         elif "exited" in message:
             child = self._children.pop(message["exited"], None)
             if child is not None:

@@ -98,7 +98,7 @@ def up_command(args: argparse.Namespace) -> int:
                 print("harness up: stopping ...", flush=True)
             finally:
                 deployment.stop()
-    except InfraUnavailable as missing:
+    except (InfraUnavailable, spawn.TemplateImportFailed) as missing:
         print(f"harness up: {missing}", file=sys.stderr, flush=True)
         return USAGE_ERROR
     print("harness up: stopped; every process it started has exited", flush=True)
