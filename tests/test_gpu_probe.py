@@ -1,4 +1,5 @@
-"""One probe decides the tier and the GPU count, and a GPU the stack cannot use is the
+"""One probe, in the workers' interpreter, decides the tier and the GPU count (torch's CUDA
+build, sglang's kernels, a CUDA init), and a GPU the stack cannot use is the
 environment's fault: a driver showing one GPU (a stand-in nvidia-smi answering, and
 CUDA_VISIBLE_DEVICES=0) with this checkout's CPU build of torch is one usage error naming
 the GPU before any worker starts, never workers that exit as topologies breaking contracts."""
@@ -80,8 +81,13 @@ def test_preflight_reads_the_same_probe(one_gpu_shown):
             "a CUDA init with torch 2.13.0 (CUDA 13.0) fails: no CUDA-capable device",
         ),
         ({"torch": None, "error": "torch does not import: boom"}, "580.95.05", "boom"),
+        (
+            {"torch": "2.13.0", "cuda": "13.0", "count": 1, "sglang": True, "sgl_kernel": None},
+            "580.95.05",
+            "sglang has no CUDA kernels in",  # the workers' interpreter's, not the harness's
+        ),
     ],
-    ids=["usable", "driver-too-old", "init-fails", "no-torch"],
+    ids=["usable", "driver-too-old", "init-fails", "no-torch", "no-sgl-kernel"],
 )
 @pytest.mark.process
 def test_each_unusable_stack_is_named(one_gpu_shown, monkeypatch, answer, driver, says):

@@ -1,4 +1,5 @@
-"""One probe says which GPUs this run may use: the driver, torch's CUDA build and a CUDA init.
+"""One probe says which GPUs this run may use: the driver, torch's CUDA build, sglang's CUDA
+kernels (looked up, not imported) and a CUDA init, all read in the workers' interpreter.
 
 `--tier auto`'s choice, `--tier gpu`'s check before anything starts, the session's GPU count
 and the GPU job's preflight all read the same `GpuProbe`. A GPU the driver shows but the
@@ -32,13 +33,20 @@ GIVEN_ENV = "HARNESS_CUDA_INIT"
 # What the workers' interpreter reports: torch's version, its CUDA build, the devices a CUDA
 # init finds, and the init's error (one line), as JSON.
 _INIT = """
-import json
+import importlib.metadata, importlib.util, json
 try:
     import torch
 except Exception as error:
     print(json.dumps({"torch": None, "error": f"torch does not import: {error}"}))
     raise SystemExit(0)
 found = {"torch": torch.__version__, "cuda": torch.version.cuda, "count": 0, "error": None}
+found["sglang"] = importlib.util.find_spec("sglang") is not None
+found["sgl_kernel"] = None
+if importlib.util.find_spec("sgl_kernel") is not None:  # looked up, not imported: no driver
+    try:
+        found["sgl_kernel"] = importlib.metadata.version("sgl-kernel")
+    except importlib.metadata.PackageNotFoundError:
+        found["sgl_kernel"] = "installed"
 if torch.version.cuda:
     try:
         torch.cuda.init()
@@ -56,6 +64,7 @@ class GpuProbe:
     problem: str | None  # why the visible GPUs cannot be used (one line), else None
     torch: str | None = None
     cuda: str | None = None
+    sgl_kernel: str | None = None  # sglang's CUDA kernels in the workers' interpreter
 
     def describe(self) -> str:
         if not self.visible:
@@ -63,8 +72,8 @@ class GpuProbe:
         if self.problem:
             return f"{len(self.visible)} GPU(s) visible but {self.problem}"
         return (
-            f"{len(self.usable)} GPU(s) usable ({','.join(self.usable)}), torch {self.torch} "
-            f"built with CUDA {self.cuda}"
+            f"{len(self.usable)} GPU(s) usable ({','.join(self.usable)}), sgl_kernel "
+            f"{self.sgl_kernel}, torch {self.torch} built with CUDA {self.cuda}"
         )
 
 
@@ -125,7 +134,14 @@ def probe(python: str | None = None) -> GpuProbe:
         elif found.get("error") or not found.get("count"):
             why = found.get("error") or "it finds no device"
             problem = f"{names}: a CUDA init with torch {torch} (CUDA {cuda}) fails: {why}"
+        elif not found.get("sglang", True) or not found.get("sgl_kernel", "?"):
+            missing = "sglang" if not found.get("sglang", True) else "sgl_kernel"
+            problem = (
+                f"{names}: sglang has no CUDA kernels in {python} ({missing} is not "
+                "installed); install its GPU build (docs/gpu.md), or use --tier cpu"
+            )
         else:
             usable = visible[: int(found["count"])]  # type: ignore[call-overload]
-            return GpuProbe(visible, usable, None, str(torch), str(cuda))
+            kernel = str(found.get("sgl_kernel") or "?")
+            return GpuProbe(visible, usable, None, str(torch), str(cuda), kernel)
     return GpuProbe(visible, (), problem, str(torch) if torch else None, str(cuda or "") or None)

@@ -26,7 +26,6 @@ from typing import NoReturn
 
 from discovery_harness.common import locations
 from discovery_harness.runtime import gpu_probe, gpus
-from discovery_harness.runtime.tier import torch_cuda_version
 
 
 @dataclass(frozen=True)
@@ -89,18 +88,24 @@ def check_image(image: str | None, dynamo: str | None) -> Check:
 
 def driver_problem(driver: str | None = None, cuda: str | None = None) -> str | None:
     """Why the NVIDIA driver cannot run this torch's CUDA build, or None (gpu_probe's check,
-    the driver and the CUDA build read here when not given)."""
+    the driver and the workers' CUDA build read here when not given)."""
     if driver is None:
         rows = gpus.nvidia_smi_query("driver_version")
         driver = rows[0][0] if rows else None
-    return gpu_probe.driver_problem(driver, cuda or torch_cuda_version())
+    return gpu_probe.driver_problem(driver, cuda or _workers_cuda())
+
+
+def _workers_cuda() -> str | None:
+    """The CUDA build of the workers' torch, as the GPU probe reads it (their interpreter)."""
+    cuda = gpu_probe.cuda_init(sys.executable).get("cuda")
+    return str(cuda) if cuda else None
 
 
 def check_driver() -> Check:
     rows = gpus.nvidia_smi_query("driver_version")
-    cuda = torch_cuda_version()
     if not rows:
-        return Check("driver", False, f"nvidia-smi lists no driver (torch's CUDA: {cuda})", True)
+        return Check("driver", False, "nvidia-smi lists no driver", True)
+    cuda = _workers_cuda()
     problem = driver_problem(rows[0][0], cuda)
     detail = problem or f"driver {rows[0][0]}, torch built with CUDA {cuda or 'none (CPU)'}"
     return Check("driver", problem is None and cuda is not None, detail, True)

@@ -11,12 +11,8 @@ table `python -m discovery_harness plan` prints is generated from the same field
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
-import re
 import shlex
 from dataclasses import dataclass
-from pathlib import Path
 
 from discovery_harness.model.topology import Scenario
 from discovery_harness.runtime import gpu_probe
@@ -197,31 +193,6 @@ class TierChoice:
         return f"tier {self.tier.name}: {self.reason}"
 
 
-def torch_cuda_version() -> str | None:
-    """The CUDA version torch was built with, read from torch/version.py (no import)."""
-    spec = importlib.util.find_spec("torch")
-    if spec is None or spec.origin is None:
-        return None
-    version_file = Path(spec.origin).parent / "version.py"
-    try:
-        text = version_file.read_text()
-    except OSError:
-        return None
-    match = re.search(r"^cuda\b[^=]*=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
-    return match.group(1) if match else None
-
-
-def sglang_cuda_build() -> str | None:
-    """Why sglang cannot run on CUDA here, or None when it can."""
-    if importlib.util.find_spec("sglang") is None:
-        return "sglang is not installed"
-    if importlib.util.find_spec("sgl_kernel") is None:
-        return "sglang has no CUDA kernels here (sgl_kernel is not installed)"
-    if torch_cuda_version() is None:
-        return "torch is a CPU-only build"
-    return None
-
-
 def choose(requested: str, found: GpuProbe | None = None) -> TierChoice:
     """`--tier NAME`: that tier; `auto`: the GPU tier where it can really run (the GPU probe,
     `found`, taken here when not given)."""
@@ -232,21 +203,4 @@ def choose(requested: str, found: GpuProbe | None = None) -> TierChoice:
     found = found or gpu_probe.probe()
     if not found.usable:
         return TierChoice(CPU, f"auto: {found.describe()}")
-    gpus = found.usable
-    missing = sglang_cuda_build()
-    if missing:
-        return TierChoice(CPU, f"auto: {len(gpus)} GPU(s) visible but {missing}")
-    kernel = importlib.metadata.version("sgl-kernel") if _has_dist("sgl-kernel") else "?"
-    return TierChoice(
-        GPU,
-        f"auto: {len(gpus)} GPU(s) visible ({','.join(gpus)}), sgl_kernel {kernel}, "
-        f"torch built with CUDA {torch_cuda_version()}",
-    )
-
-
-def _has_dist(name: str) -> bool:
-    try:
-        importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
+    return TierChoice(GPU, f"auto: {found.describe()}")
