@@ -151,16 +151,20 @@ _MM_SINGLE_GPU = (
 )
 _TEXT_REQUESTS = ("chat", "chat-stream", "completion")
 
-# Finding 33: 0.7's LLM and embedding workers serve their generate endpoint and register the
-# card concurrently (one gather): the frontend lists the model on the card, which can come a
-# moment before the instance serves (seen once, on 0.7.1 aggregated, on a loaded machine).
+# Finding 33: before 1.0 the LLM and embedding workers serve their generate endpoint and
+# register the card concurrently (one gather): the frontend lists the model on the card, which
+# can come a moment before the instance serves (seen on 0.7.1 aggregated and on 0.8.0
+# disaggregated's decode, 2 of 3 runs, on a loaded machine; 0.8.1 and 0.9.1 run the same code).
 CARD_BEFORE_INSTANCE = KnownViolation(
     kind=LISTED_EARLY,
-    dynamo_versions=("0.7.0", "0.7.1"),
-    reason="Dynamo 0.7 starts a worker's generate endpoint and its registration concurrently "
-    "(asyncio.gather of serve_endpoint and register_llm_with_readiness_gate): the card can be "
-    "in etcd, and the model listed, a moment before the instance serves (finding 33)",
-    cites=("dynamo/sglang/main.py (0.7.1: init lines 158-175, init_embedding's gather)",),
+    dynamo_versions=("0.7.0", "0.7.1", "0.8.0", "0.8.1", "0.9.1"),
+    reason="Dynamo before 1.0 starts a worker's generate endpoint and its registration "
+    "concurrently (asyncio.gather of serve_endpoint and register_llm_with_readiness_gate): the "
+    "card can be in etcd, and the model listed, a moment before the instance serves (finding 33)",
+    cites=(
+        "dynamo/sglang/main.py (0.7.1: init lines 158-175, init_embedding's gather; 0.8.0-0.9.1: "
+        "init lines 177-190)",
+    ),
 )
 
 AGGREGATED = Topology(
@@ -1177,6 +1181,20 @@ IMAGE_TO_TEXT_ONLY_ACCEPTED = KnownViolation(
     cites=("the frontend's chat preprocessor (lib/llm, before 1.6): no modality check",),
 )
 
+# Finding 34: 0.7.0's completion request type never hands `stop` to the preprocessor, so a
+# completion answers past its stop sequences (chat honours them); fixed in 0.7.1.
+COMPLETION_STOP_IGNORED = KnownViolation(
+    kind=BAD_CONTENT,
+    dynamo_versions=("0.7.0",),
+    reason="Dynamo 0.7.0's frontend ignores `stop` on /v1/completions (the completion "
+    "request's get_stop returned nothing; finding 34): the text runs past its stop sequences",
+    shape="completion[stop]",
+    cites=(
+        "ai-dynamo/dynamo#4755 (completions: stop not honoured)",
+        "ai-dynamo/dynamo#4782 (the frontend populates stop; in 0.7.1)",
+    ),
+)
+
 
 # The older releases whose readiness contract was measured (each one's workers run with the
 # operator's settings: /health with the endpoint list, the canary): what they get wrong is
@@ -1193,6 +1211,7 @@ def _with_release_wide(topology: Topology) -> Topology:
         *topology.known_violations,
         OLD_RELEASE_LISTING,
         IMAGE_TO_TEXT_ONLY_ACCEPTED,
+        COMPLETION_STOP_IGNORED,
         *CANARY_INSTANCE_NOT_FOUND,
     )
     return dataclasses.replace(

@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from discovery_harness.common import child
 from discovery_harness.common.exits import USAGE_ERROR
 from discovery_harness.history import compare, html, parts, releases, start_paths, table
 from discovery_harness.history.run import (
@@ -168,7 +169,13 @@ def history_command(args: argparse.Namespace, catalogue: Catalogue) -> int:
             for r in wanted
             if todo[r]
         ]
-        fresh = [table_of.add(done.result()) for done in as_completed(pending)]
+        try:
+            fresh = [table_of.add(done.result()) for done in as_completed(pending)]
+        except KeyboardInterrupt:  # the worker threads' children never see it: pass it on
+            for future in pending:
+                future.cancel()
+            child.interrupt_all()
+            raise
     failed = [run for run in fresh if run.error]
     for run in failed:
         say(f"history: ai-dynamo {run.release}: NOT RUN, the table keeps what it had: {run.error}")
