@@ -231,6 +231,25 @@ PAIR_UNROUTABLE_WHEN_LISTED = KnownViolation(
     cites=("ai-dynamo/dynamo#9815 (topology readiness: the fix, from 1.3)",),
 )
 
+# Finding 35: 0.8's frontend can list a P/D model before one half registered and then not
+# route to that half for the whole listing deadline (seen 1 of 3 runs on 0.8.0 and on 0.8.1).
+PAIR_UNROUTED_AFTER_EARLY_LISTING = KnownViolation(
+    kind=BAD_RESPONSE,
+    dynamo_versions=("0.8.0", "0.8.1"),
+    reason="Dynamo 0.8's frontend lists a prefill/decode model on one half's card and, when "
+    "the other half registers a moment later, may not route to it for seconds: 500 'no "
+    "instances found for endpoint …/backend/generate' (0.8.0, decode registered 0.4 s after "
+    "the listing) or the decode handler's 'bootstrap_info is required' (0.8.1, prefill 0.65 s "
+    "after: requests went to decode without the prefill hop) for the 10 s listing deadline "
+    "(finding 35; 1 of 3 runs each, loaded machine)",
+    window=KnownWindow(after=LISTED, seconds=12.0),
+    cites=(
+        "dynamo/sglang/request_handlers/llm/decode_handler.py (0.8.1: lines 107-112, "
+        "bootstrap_info expected from the frontend)",
+        "ai-dynamo/dynamo#9815 (topology readiness, from 1.3: listed only once needs are met)",
+    ),
+)
+
 DISAGGREGATED = Topology(
     name="disaggregated",
     eras=eras.DISAGGREGATED_ERAS,
@@ -238,6 +257,7 @@ DISAGGREGATED = Topology(
         PREFILL_RESTART_503,
         PAIR_LISTED_EARLY,
         PAIR_UNROUTABLE_WHEN_LISTED,
+        PAIR_UNROUTED_AFTER_EARLY_LISTING,
         CARD_BEFORE_INSTANCE,
     ),
     workers=(
