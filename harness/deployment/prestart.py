@@ -17,7 +17,9 @@ from typing import Generic, Protocol, TypeVar
 from discovery_harness.model.topology import Scenario
 
 PrestartKey = tuple[str, str, tuple[tuple[str, str], ...]]
-DEPTH = 4  # deployments started ahead of the running test
+# Deployments started ahead of the running test (conformance of 13 topologies here, two runs
+# each: depth 4 18.5-18.9 s, 8 15.6-16.9 s, 13 15.9-16.4 s).
+DEPTH = 8
 
 
 class Startable(Protocol):
