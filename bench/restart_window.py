@@ -131,12 +131,9 @@ def main() -> None:
         session.spawner.wait_ready(Deadline(300))
         stack.enter_context(busy(args.load))
         for run in range(1, args.runs + 1):
-            deployment = Deployment(topology, session)
-            try:
+            with Deployment(topology, session) as deployment:
                 deployment.start().await_ready()
                 result = one_run(deployment, args.role, args.requests, args.stopped_for)
-            finally:
-                session.stops.submit(deployment.namespace, deployment.stop)
             figures.append(result)
             print(
                 f"run {run:>3}: unlisted after "

@@ -51,8 +51,8 @@ def deployed(
     """Start a topology as the deploy fixture does, readiness decided but not raised (an
     injected fault is what the audit must find), stopped after the test. Without faults of
     its own, the run's --inject-fault ones for its roles, as `deploy` takes them."""
-    started: list[Deployment] = []
     injected = request.config.stash[FAULTS_KEY]
+    stack = contextlib.ExitStack()  # each deployment a `with`: stopped after the test
 
     def start(topology, faults=None, **options) -> Deployment:
         if faults is None:
@@ -61,16 +61,16 @@ def deployed(
         # Strict where a fault is injected (the audit must find it); a clean deployment keeps
         # its release's known violations aside, as `deploy` does.
         strict = bool(faults)
-        deployment = Deployment(topology, harness_session, faults=faults, strict=strict, **options)
-        started.append(deployment)
+        deployment = stack.enter_context(
+            Deployment(topology, harness_session, faults=faults, strict=strict, **options)
+        )
         deployment.start()
         with contextlib.suppress(ContractFailure):
             deployment.await_ready()
         return deployment
 
-    yield start
-    for deployment in started:
-        harness_session.stops.submit(deployment.namespace, deployment.stop)
+    with stack:
+        yield start
 
 
 def audit(capsys, *args: str) -> tuple[int, str]:

@@ -59,7 +59,6 @@ from discovery_harness.model.violations import (
 )
 from discovery_harness.processes import ports
 from discovery_harness.runtime import dynamo_env
-from discovery_harness.runtime.frontend import Frontend
 from discovery_harness.runtime.spawn import TEMPLATE_IMPORT_DEADLINE_S
 from discovery_harness.serving.http_client import RecordingClient
 from discovery_harness.serving.requests import DECLARED, Reply, send
@@ -117,16 +116,15 @@ class Deployment(DeploymentQueries):
     def topology(self) -> Topology:
         return self.plan.topology
 
-    @property
-    def escalated(self) -> list[str]:
-        return self.processes.escalated
-
-    @property
-    def frontend(self) -> Frontend | None:
-        return self.processes.frontend
-
     def __repr__(self) -> str:
         return f"<deployment {self.namespace}>"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        """Stopped in the background: the session waits for every stop before it ends."""
+        self.session.stops.submit(self.namespace, self.stop)
 
     def start(self) -> Self:
         """Launch every worker; with a start order, the ordered ones one at a time, each

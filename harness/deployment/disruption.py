@@ -103,7 +103,7 @@ def depart(deployment: Deployment, role: str, sig: signal.Signals, within_s: flo
         keys_gone_s=gone,
         unlisted_s=None if unlisted is None else unlisted - started,
         statuses=prober.statuses,
-        escalated=role in deployment.escalated,
+        escalated=role in deployment.processes.escalated,
     )
 
 

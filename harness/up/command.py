@@ -87,17 +87,16 @@ def up_command(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="harness-up-"))
     settings = Settings(tier=chosen, spawn=mode)
     try:
-        with standalone_session(args.infra, settings, workdir) as session:
-            deployment = Deployment(
+        with (
+            standalone_session(args.infra, settings, workdir) as session,
+            Deployment(
                 topology, session, faults=faults, fault_delay_s=args.fault_delay, strict=True
-            )
-            try:
-                verdict = _start(deployment)
-                _announce(deployment, verdict, args.env_file)
-                stop.wait()
-                print("harness up: stopping ...", flush=True)
-            finally:
-                deployment.stop()
+            ) as deployment,
+        ):
+            verdict = _start(deployment)
+            _announce(deployment, verdict, args.env_file)
+            stop.wait()
+            print("harness up: stopping ...", flush=True)
     except (InfraUnavailable, spawn.TemplateImportFailed) as missing:
         print(f"harness up: {missing}", file=sys.stderr, flush=True)
         return USAGE_ERROR
