@@ -14,6 +14,7 @@ Standard library only (the GPU job's preflight runs it before anything is instal
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -93,9 +94,17 @@ def driver_problem(driver: str | None, cuda: str | None) -> str | None:
 
 
 def cuda_init(python: str) -> dict[str, object]:
-    """The workers' interpreter's answer to a CUDA init (see _INIT)."""
+    """The workers' interpreter's answer to a CUDA init (see _INIT), asked once per
+    interpreter and set of visible devices: the tier's choice, the preflight's driver and GPU
+    checks all read it."""
     if os.environ.get(GIVEN_ENV):
         return json.loads(os.environ[GIVEN_ENV])
+    return dict(_asked(python, os.environ.get("CUDA_VISIBLE_DEVICES")))
+
+
+@functools.cache
+def _asked(python: str, visible: str | None) -> dict[str, object]:
+    """`visible` keys the answer only: the subprocess inherits it with the environment."""
     try:
         done = subprocess.run(
             [python, "-c", _INIT], capture_output=True, text=True, timeout=INIT_TIMEOUT_S

@@ -54,6 +54,14 @@ class ProbeResult:
         found = _NO_MODULE.search(str((self.error or {}).get("message") or ""))
         return found.group(1) if found else None
 
+    def advice(self, install: str) -> str:
+        """What to do about the failure: install the missing module (`install` says where),
+        or, for any other failure, that the packages do not fit together."""
+        missing = self.missing_module()
+        if missing:
+            return f"module `{missing}` is not installed there; install it {install}"
+        return "its packages do not fit together"
+
     def failure(self) -> str:
         """The first failure in one line: what was imported, what failed, where."""
         error = self.error or {}
@@ -115,14 +123,9 @@ def refuse_unimportable(env: dynamo_env.DynamoEnv, tier: TierPolicy) -> str:
     result = run(env, stand_ins=tier.stand_ins)
     if result.error is None:
         return f"Dynamo environment import probe: ok in {result.seconds:.1f} s ({env.python})"
-    missing = result.missing_module()
-    advice = (
-        f"module `{missing}` is not installed there; install it into that environment"
-        if missing
-        else "its packages do not fit together"
-    )
     raise dynamo_env.DynamoEnvError(
-        f"--dynamo-env {env.python}: its workers cannot start: {advice} "
+        f"--dynamo-env {env.python}: its workers cannot start: "
+        f"{result.advice('into that environment')} "
         f"({result.failure()}; sglang {result.versions.get('sglang') or '?'}, "
         f"ai-dynamo {result.versions.get('ai-dynamo') or '?'}); nothing was started"
     )

@@ -109,15 +109,9 @@ class TemplateImportFailed(RuntimeError):
 def import_refusal(error: dict[str, Any], python: str) -> str:
     """One line naming the environment, the module and the importing line."""
     failed = ProbeResult({}, {}, 0.0, error)
-    missing = failed.missing_module()
-    advice = (
-        f"module `{missing}` is not installed there; install it (bash ci/setup.sh)"
-        if missing
-        else "its packages do not fit together; rebuild it (bash ci/setup.sh)"
-    )
     return (
         f"the harness's own environment ({python}) cannot import the workers' start path: "
-        f"{advice} ({failed.failure()}); no worker can start"
+        f"{failed.advice('(bash ci/setup.sh)')} ({failed.failure()}); no worker can start"
     )
 
 
