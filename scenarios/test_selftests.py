@@ -59,7 +59,6 @@ pytestmark = [pytest.mark.selftest, pytest.mark.e2e, pytest.mark.sglang, pytest.
 # (measured: 0.7.1-1.2.1 log the request's error lines, never the worker they routed to).
 ROUTING_LOGGED = Version("1.3")
 REPRESENTATIVE_CASES = {
-    ("aggregated", "worker"),
     ("mm-encode-pd", "mm-worker"),
     ("multinode", "follower"),
 }
@@ -119,7 +118,7 @@ def test_a_worker_that_must_not_register_but_does_is_caught(topology, role, depl
     assert "must not register, but it serves or registered: v1/" in message  # keys named
 
 
-@pytest.mark.pre_merge
+@pytest.mark.nightly
 @pytest.mark.timeout(240)
 @pytest.mark.multimodal
 def test_the_0_7_1_shape_served_200_without_registration_is_still_caught(deploy):
@@ -185,7 +184,7 @@ def test_a_503_outside_its_known_window_fails(deploy):
     assert not deployment.known_seen
 
 
-@pytest.mark.pre_merge
+@pytest.mark.nightly
 @pytest.mark.timeout(240)
 def test_wrong_worker_type_is_caught(deploy):
     failure = _deploy_and_verify(deploy, AGGREGATED, faults={"worker": "wrong-worker-type"})
@@ -193,14 +192,14 @@ def test_wrong_worker_type_is_caught(deploy):
     assert "worker_type 'decode', expected 'aggregated'" in message
 
 
-@pytest.mark.pre_merge
+@pytest.mark.nightly
 @pytest.mark.timeout(240)
 def test_exit_right_after_registering_is_caught(deploy):
     failure = _deploy_and_verify(deploy, AGGREGATED, faults={"worker": "exit-after-registration"})
     assert "exited with code 17" in _only_message(failure, WORKER_EXITED, "worker")
 
 
-@pytest.mark.pre_merge
+@pytest.mark.nightly
 @pytest.mark.timeout(240)
 def test_handler_error_is_caught_as_an_error_for_a_listed_model(deploy):
     failure = _deploy_and_verify(deploy, AGGREGATED, faults={"worker": "handler-error"})
@@ -409,7 +408,7 @@ def test_a_missing_card_is_caught_on_the_file_discovery_backend(deploy):
 
 
 # The readiness contract (a worker's /health, the probe Kubernetes reads): each way to break it.
-@pytest.mark.pre_merge
+@pytest.mark.nightly
 @pytest.mark.timeout(240)
 def test_a_worker_that_never_says_ready_is_caught(deploy):
     failure = _deploy_and_verify(deploy, AGGREGATED, faults={"worker": "never-ready"})

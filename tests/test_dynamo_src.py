@@ -306,6 +306,7 @@ def test_classify_marks_by_which_ends_verdict_a_commit_has():
 
 
 @pytest.mark.e2e
+@pytest.mark.nightly
 @pytest.mark.timeout(300)
 def test_a_checkout_that_imports_what_the_runtime_lacks_is_refused_before_any_worker(
     tmp_path: Path,
@@ -349,7 +350,7 @@ def _deploy_tree(tree: Path, topology: str, reports: Path, *extra: str) -> tuple
 @pytest.mark.parametrize(
     "spawn",
     [
-        pytest.param("zygote", marks=pytest.mark.pre_merge),
+        pytest.param("zygote", marks=pytest.mark.nightly),
         pytest.param("fresh", marks=pytest.mark.nightly),
     ],
 )

@@ -217,6 +217,7 @@ def test_no_discovery_harness_unloads_the_plugin(tmp_path, run_here):
 
 
 @pytest.mark.e2e
+@pytest.mark.nightly
 @pytest.mark.timeout(300)
 def test_a_test_of_another_suite_gets_a_topology_and_the_verdict(tmp_path, run_here):
     suite = foreign_suite(tmp_path / "suite", asks_for_a_topology=True)

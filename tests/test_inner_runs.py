@@ -121,6 +121,7 @@ def gave_up_run(tmp_path_factory: pytest.TempPathFactory, pytestconfig) -> Finis
     return FinishedRun(inner.returncode, output, ledger)
 
 
+@pytest.mark.nightly
 def test_a_test_that_raises_still_gets_the_verdict(gave_up_run):
     out = gave_up_run.output
     assert gave_up_run.returncode == 1, out[-3000:]
@@ -132,11 +133,13 @@ def test_a_test_that_raises_still_gets_the_verdict(gave_up_run):
     assert "harness/deployment/core.py:" not in out and "Session(endpoints=" not in out, out
 
 
+@pytest.mark.nightly
 def test_a_finished_run_leaves_nothing_behind(gave_up_run):
     assert gave_up_run.returncode == 1, gave_up_run.output[-3000:]  # a failed test, no crash
     assert _survivors(gave_up_run.ledger) == []
 
 
+@pytest.mark.nightly
 def test_ctrl_c_leaves_nothing_behind(tmp_path, pytestconfig):
     ledger = tmp_path / "pids"
     inner = _inner_pytest(

@@ -13,6 +13,7 @@ from tests.inner_pytest import run_drift
 
 
 @pytest.mark.process
+@pytest.mark.nightly
 def test_installed_sglang_matches_the_stand_ins():
     # In a subprocess: importing sglang configures logging and CUDA probes process-wide.
     result = subprocess.run(

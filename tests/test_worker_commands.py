@@ -7,7 +7,8 @@ local model dirs of each model's kind under those names, in the GPU plans' own H
 environment (`HF_HUB_OFFLINE=1` against `HF_HOME`). A flag 1.6.1 rejects, a P/D worker left
 on the mooncake backend, a dedicated-encoder worker with radix cache on, a cap that does not
 reach sglang, or an environment in which a cached model name does not resolve fails here, on
-CPU, on every commit.
+CPU: in CI's `-m "nightly or selftest"` run on every change (the parse imports sglang:
+kept out of the README's one-minute run).
 """
 
 from __future__ import annotations
@@ -159,6 +160,7 @@ def _expected_caps(command: WorkerCommand) -> dict[str, object]:
     return caps
 
 
+@pytest.mark.nightly
 @pytest.mark.parametrize("plan", [*(f"gpu{n}" for n in GPU_COUNTS), "cpu"])
 def test_every_worker_command_parses_in_its_intended_mode(plan, plans, parsed):
     problems = []
@@ -268,6 +270,7 @@ def test_cpu_tier_runs_the_gpu_tiers_packed_command_line(plans):
     }
 
 
+@pytest.mark.nightly
 def test_a_flag_that_1_6_1_rejects_is_reported(parsed):
     """The parse check can fail, for the right reason: 1.6.1's own argparse refuses an unknown
     flag and a bad mode (exit 2, its message naming them), not a crash of the parse script."""
@@ -278,6 +281,7 @@ def test_a_flag_that_1_6_1_rejects_is_reported(parsed):
     assert "argument --disaggregation-mode: invalid choice: 'both'" in bad_mode["said"], bad_mode
 
 
+@pytest.mark.nightly
 def test_a_model_name_missing_from_the_runners_cache_fails_to_parse(parsed):
     """The cache matters: a GPU command naming a model the cache does not hold is rejected."""
     result = parsed[("uncached", 0)]
@@ -286,6 +290,7 @@ def test_a_model_name_missing_from_the_runners_cache_fails_to_parse(parsed):
     assert result.get("error") == expected, result
 
 
+@pytest.mark.nightly
 @pytest.mark.parametrize("plan", [*(f"gpu{n}" for n in GPU_COUNTS), "cpu"])
 def test_every_worker_takes_the_start_path_it_declares(plan, plans, parsed):
     """Each command, parsed, selects (by main.worker()'s own dispatch conditions) a start path

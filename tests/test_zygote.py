@@ -70,6 +70,7 @@ def test_a_worker_whose_import_time_variable_differs_is_refused(
         template.spawn(command, ROOT, tmp_path / "w.log")
 
 
+@pytest.mark.nightly
 def test_a_template_that_starts_a_thread_at_import_is_refused_and_its_reads_listed(tmp_path):
     env = {
         **template_env(PLACEHOLDER_ETCD, PLACEHOLDER_NATS, tmp_path / "hf", tmp_path / "t"),
