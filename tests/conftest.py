@@ -3,8 +3,9 @@ it names them, plugin.parametrize), and `unit` unless they start a process (`pro
 an inner pytest in a subprocess, a tool; `e2e`: real etcd, NATS, frontend and workers). A
 `unit` test that starts one fails, naming the marker it needs."""
 
+import contextlib
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,20 +25,36 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.unit)
 
 
-@pytest.fixture(autouse=True)
-def _unit_starts_no_process(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A `unit` test that starts a process fails, naming the marker it needs instead: the
-    marker means what it says (no processes)."""
-    if request.node.get_closest_marker("unit") is None:
+@contextlib.contextmanager
+def _refusing_processes(item: pytest.Item) -> Iterator[None]:
+    """For a `unit` item, subprocess.Popen refuses, naming the marker the test needs instead:
+    the marker means what it says (no processes). Held over the item's whole setup, so a
+    module or session fixture that a unit test is the first to ask for is caught too."""
+    if item.get_closest_marker("unit") is None:
+        yield
         return
+
     def refuse(self: subprocess.Popen[bytes], args: object, *rest: object, **kw: object) -> None:
         raise AssertionError(
-            f"a `unit` test started a process ({args!r:.120}): mark it `process` (or `e2e`)"
+            f"a `unit` test started a process ({args!r:.120}), in a fixture or its body: mark "
+            "it `process` (or `e2e`)"
         )
 
-    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", refuse)
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    with _refusing_processes(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    with _refusing_processes(item):
+        return (yield)
 
 
 @pytest.fixture

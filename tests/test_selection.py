@@ -152,3 +152,13 @@ def test_a_model_override_for_an_unknown_key_is_a_usage_error(_run):
     result = _run("--collect-only", "-q", "--model", "diffusion=black-forest-labs/FLUX.1-schnell")
     assert result.returncode == 4, result.stdout + result.stderr
     assert "unknown asset key 'diffusion'" in result.stderr
+
+
+def test_a_unit_test_that_starts_a_process_is_refused_naming_the_marker(request):
+    """tests/conftest.py holds `unit` items to their word over setup (fixtures too) and call."""
+    from tests.conftest import _refusing_processes
+
+    assert request.node.get_closest_marker("unit") is not None
+    refused = pytest.raises(AssertionError, match="mark it `process`")
+    with _refusing_processes(request.node), refused:
+        subprocess.run(["true"], check=True)

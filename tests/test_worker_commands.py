@@ -161,6 +161,7 @@ def _expected_caps(command: WorkerCommand) -> dict[str, object]:
 
 
 @pytest.mark.nightly
+@pytest.mark.process  # the `parsed` fixture runs 1.6.1's parser in a child
 @pytest.mark.parametrize("plan", [*(f"gpu{n}" for n in GPU_COUNTS), "cpu"])
 def test_every_worker_command_parses_in_its_intended_mode(plan, plans, parsed):
     problems = []
@@ -271,6 +272,7 @@ def test_cpu_tier_runs_the_gpu_tiers_packed_command_line(plans):
 
 
 @pytest.mark.nightly
+@pytest.mark.process  # the `parsed` fixture runs 1.6.1's parser in a child
 def test_a_flag_that_1_6_1_rejects_is_reported(parsed):
     """The parse check can fail, for the right reason: 1.6.1's own argparse refuses an unknown
     flag and a bad mode (exit 2, its message naming them), not a crash of the parse script."""
@@ -282,6 +284,7 @@ def test_a_flag_that_1_6_1_rejects_is_reported(parsed):
 
 
 @pytest.mark.nightly
+@pytest.mark.process  # the `parsed` fixture runs 1.6.1's parser in a child
 def test_a_model_name_missing_from_the_runners_cache_fails_to_parse(parsed):
     """The cache matters: a GPU command naming a model the cache does not hold is rejected."""
     result = parsed[("uncached", 0)]
@@ -291,6 +294,7 @@ def test_a_model_name_missing_from_the_runners_cache_fails_to_parse(parsed):
 
 
 @pytest.mark.nightly
+@pytest.mark.process  # the `parsed` fixture runs 1.6.1's parser in a child
 @pytest.mark.parametrize("plan", [*(f"gpu{n}" for n in GPU_COUNTS), "cpu"])
 def test_every_worker_takes_the_start_path_it_declares(plan, plans, parsed):
     """Each command, parsed, selects (by main.worker()'s own dispatch conditions) a start path
