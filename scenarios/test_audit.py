@@ -393,7 +393,8 @@ def test_the_file_backend_is_audited_through_its_store(deployed, capsys, tmp_pat
         spawn=FRESH,
     )
     store = str(broken.plan.file_store)
-    code, out = audit(capsys, "--file-store", store, "--report-dir", str(tmp_path / "r"))
+    report = ("--report-dir", str(tmp_path / "r"))
+    code, out = audit(capsys, "--file-store", store, "--grace", "0", *report)  # waited out
     assert code == 1 and "[never-registered] worker 'mm-worker'" in out, out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import grpc
 import pytest
 
 from discovery_harness.common.deadline import Deadline
@@ -73,6 +74,13 @@ def test_direct_read_sees_what_the_watch_may_not_have_yet(observer):
     assert key in observer.read_now([f"v1/mdc/{NS}/"]).raw
 
 
+def _put_once_etcd_answers(writer: DiscoveryObserver, key: str, value: bytes) -> None:
+    """The writer is the test's, not the subject: its put waits for its channel to be ready
+    (once, a put right after the restart met a connection still refused, under load)."""
+    grpc.channel_ready_future(writer.client.channel).result(timeout=10)
+    writer.client.put(key, value)
+
+
 def test_the_observer_follows_etcd_through_a_restart(tmp_path):
     """The watch breaks when etcd restarts; the observer reads and watches again, and what
     changed meanwhile arrives as events."""
@@ -87,7 +95,7 @@ def test_the_observer_follows_etcd_through_a_restart(tmp_path):
         assert obs.wait_for(lambda s: key_before in s.raw, Deadline(5))
         provider.restart("etcd", endpoints)
         writer = DiscoveryObserver(endpoints.etcd)
-        writer.client.put(*instance_entry("after", 2, 25013))
+        _put_once_etcd_answers(writer, *instance_entry("after", 2, 25013))
         writer.client.delete(key_before)
         key_after = instance_entry("after", 2, 25013)[0]
         assert obs.wait_for(

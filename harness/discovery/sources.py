@@ -48,9 +48,19 @@ class DiscoverySource(Protocol):
     def close(self) -> None: ...
 
 
+# gRPC shares one connection per target among a process's channels: a client made right after
+# etcd restarted would inherit another's reconnect backoff and fail its first call with that
+# one's last error ("Connection refused"). Each client keeps its connection to itself.
+_OWN_CONNECTION = [("grpc.use_local_subchannel_pool", 1)]
+
+
 def etcd_client(etcd_url: str) -> etcd3.Etcd3Client:
     parsed = urlparse(etcd_url if "://" in etcd_url else f"http://{etcd_url}")
-    return etcd3.client(host=parsed.hostname or "127.0.0.1", port=parsed.port or 2379)
+    return etcd3.client(
+        host=parsed.hostname or "127.0.0.1",
+        port=parsed.port or 2379,
+        grpc_options=_OWN_CONNECTION,
+    )
 
 
 class EtcdSource:
