@@ -3,6 +3,8 @@ waits on them in a thread pool, where no KeyboardInterrupt ever arrives)."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -46,3 +48,34 @@ def test_interrupt_all_passes_ctrl_c_to_a_threads_child_and_refuses_new_ones(
     with pytest.raises(KeyboardInterrupt), log.open("a") as sink:
         child.run([sys.executable, "-c", "print('must not start')"], sink)
     assert "must not start" not in log.read_text()
+
+
+# A command that runs one child the harness's way, taking SIGTERM as Ctrl-C.
+RUNS_A_CHILD = """
+import sys
+from discovery_harness.common import child
+with open(sys.argv[1], "w") as sink, child.termination_as_ctrl_c():
+    try:
+        child.run([sys.executable, "-c", sys.argv[2]], sink)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(130)
+"""
+
+
+def test_sigterm_to_a_command_stops_its_child_as_ctrl_c_would(tmp_path):
+    """A cancelled CI job (SIGTERM) must not leave a history's or a bisect's child session
+    running: the child gets SIGINT and its teardown runs."""
+    log = tmp_path / "child.log"
+    command = subprocess.Popen(
+        [sys.executable, "-c", RUNS_A_CHILD, str(log), WAITS_FOR_CTRL_C],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (log.exists() and "waiting" in log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    command.send_signal(signal.SIGTERM)
+    out, _ = command.communicate(timeout=60)
+    assert command.returncode == 130 and "interrupted" in out
+    assert "stopped its processes" in log.read_text()

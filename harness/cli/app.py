@@ -26,6 +26,7 @@ from discovery_harness.audit import command as audit_command
 from discovery_harness.bisect import command as bisect_command
 from discovery_harness.cli import conformance, models
 from discovery_harness.cli.tables import catalogue_doc, gpu_table, topologies_table
+from discovery_harness.common import child
 from discovery_harness.common.exits import USAGE_ERROR
 from discovery_harness.model import catalogue as catalogue_module
 from discovery_harness.runtime.tier import GPU, TIERS
@@ -136,11 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "history":
             from discovery_harness.history.command import history_command
 
-            return history_command(args, catalogue_module.load())
+            with child.termination_as_ctrl_c():  # its children run in sessions of their own
+                return history_command(args, catalogue_module.load())
         if args.command == "up":
             return up_command.up_command(args)
         if args.command == "bisect":
-            return bisect_command.bisect_command(args, catalogue_module.load())
+            with child.termination_as_ctrl_c():
+                return bisect_command.bisect_command(args, catalogue_module.load())
         if args.command == "audit":
             return audit_command.audit_command(args)
         _quiet_on_closed_pipe()

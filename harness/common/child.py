@@ -4,15 +4,19 @@ The child gets a session of its own, so Ctrl-C reaches the harness only: it is p
 as SIGINT, and the child is waited for while it stops its Dynamo processes (nothing is left
 running); a child still running after the grace is terminated. Children run from worker
 threads (`history -j N`) never see a KeyboardInterrupt: the main thread calls
-`interrupt_all`, which passes Ctrl-C on to each running child and refuses new ones.
+`interrupt_all`, which passes Ctrl-C on to each running child and refuses new ones. A
+command running children takes a termination request (SIGTERM, SIGHUP: a CI job cancelled, a
+closed terminal) as Ctrl-C (`termination_as_ctrl_c`): its children, in sessions of their own,
+would otherwise be left running.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO
 
 INTERRUPT_GRACE_S = 120.0  # a run's own teardown after Ctrl-C: it stops its processes
@@ -68,3 +72,22 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             proc.terminate()
             proc.wait()
+
+
+_TERMINATION = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _raise_ctrl_c(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def termination_as_ctrl_c() -> Iterator[None]:
+    """Within: SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread, so the
+    command's Ctrl-C path stops its children (call it from the main thread)."""
+    previous = {sig: signal.signal(sig, _raise_ctrl_c) for sig in _TERMINATION}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
