@@ -20,6 +20,7 @@ from discovery_harness.model.topology import Scenario, Topology
 from discovery_harness.model.violations import ContractFailure, ContractFailures
 from discovery_harness.plugin.options import value as option_value
 from discovery_harness.plugin.session import FAULTS_KEY
+from discovery_harness.plugin.upcoming import upcoming_items
 from discovery_harness.processes.infra import Endpoints
 from discovery_harness.processes.infra.local_process import LocalProcessProvider
 from discovery_harness.report import pytest_run as report_run
@@ -115,18 +116,12 @@ def _start_upcoming(
     session: Session, request: pytest.FixtureRequest, injected: dict[str, str]
 ) -> None:
     """Start the deployments of the next items marked `prestart` (harness/deployment/
-    prestart.py), in one process's run order only: under xdist the controller decides what a
-    worker runs next; on the GPU tier a deployment holds GPUs; without the template a start
-    costs seconds of CPU."""
-    if hasattr(request.config, "workerinput") or session.spawner is None:
+    prestart.py) this process will run: the session's order, or under xdist what the
+    controller has queued for this worker so far. Not on the GPU tier (a deployment holds
+    GPUs) nor without the template (a start costs seconds of CPU)."""
+    if session.spawner is None or not session.settings.tier.fault_injection:  # CPU tier
         return
-    if not session.settings.tier.fault_injection:  # the CPU tier
-        return
-    items = request.session.items
-    if request.node not in items:
-        return
-    index = items.index(request.node)
-    for item in items[index + 1 : index + 1 + prestart.DEPTH]:
+    for item in upcoming_items(request)[: prestart.DEPTH]:
         callspec = getattr(item, "callspec", None)
         scenario = callspec.params.get("scenario") if callspec is not None else None
         if item.get_closest_marker("prestart") is None or not isinstance(scenario, Scenario):
