@@ -16,8 +16,11 @@ from discovery_harness.common import child
 pytestmark = pytest.mark.process
 
 # A child that says when it is ready, then stops on SIGINT as pytest does (its teardown ran).
+# It takes Ctrl-C itself, as pytest does: a run started in the background by a script (`&`)
+# hands its children SIGINT ignored.
 WAITS_FOR_CTRL_C = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 print("waiting", flush=True)
 try:
     time.sleep(60)
