@@ -344,7 +344,7 @@ def test_a_failed_probe_shows_its_cause_from_the_logs_given(deployed, capsys, tm
     the audit shows the frontend's error line for its probe, the worker it routed to (role and
     instance id: an audit knows no pid) and its traceback; without them it says what to grep."""
     deployment = deployed(AGGREGATED, faults={"worker": "request-error"})
-    frontend = deployment.frontend_log.frontend()
+    frontend = deployment.processes.frontend
     assert frontend is not None
     code, out = etcd_audit(capsys, deployment, tmp_path, "--probe")
     assert code == 1 and "no log was given (--frontend-log PATH" in out, out

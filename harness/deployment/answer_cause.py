@@ -57,7 +57,7 @@ def with_evidence(
     violation: the 503s, another: the rest) as evidence. The frontend's log is read only
     here, where an answer failed: the deployment's window of it (each request's lines are
     found by its own id)."""
-    frontend = frontend_log.frontend()
+    frontend = frontend_log.holder.frontend
     if not failed or frontend is None or not any(v.kind in ANSWER_KINDS for v in violations):
         return violations
     frontend_lines = without_colours(frontend_log.text()).splitlines()

@@ -89,7 +89,7 @@ class Deployment(DeploymentQueries):
         )
         self.client = RecordingClient(self.plan.base_url)
         self.replies: list[Reply] = []
-        self.frontend_log = FrontendLogWindow.from_now(lambda: self.processes.frontend)
+        self.frontend_log = FrontendLogWindow.from_now(self.processes)
         self.listing = ListingWatch(
             self.plan.base_url,
             self.model_name,
@@ -200,7 +200,7 @@ class Deployment(DeploymentQueries):
             self.processes.start_frontend()  # workers first: it must discover what is there
         state = self.observer.state()
         violations += judged.card_violations(
-            state, self.namespace, self.model_name, self.workers, self.strays
+            state, self.namespace, self.model_name, self.workers, self.processes.strays
         )
         registered = not any(v.kind in START_FAILED for v in violations)
         if registered and self.topology.public_workers:
@@ -313,7 +313,7 @@ class Deployment(DeploymentQueries):
             self.namespace,
             self.model_name,
             self.workers,
-            self.strays,
+            self.processes.strays,
             self.client.exchanges,
             self.replies,
             self.frontend_log.text(),
@@ -341,15 +341,10 @@ class Deployment(DeploymentQueries):
         return worker_timelines(
             self.observer,
             self.roster(),
-            self.listed_at,
+            self.listing.listed_at,
             self.client.exchanges,
             self.health.health(),
         )
-
-    @property
-    def listed_at(self) -> float | None:
-        """Wall time the model first appeared in GET /v1/models (None: not seen listed)."""
-        return self.listing.listed_at
 
     def _progress_sample(self) -> Sample:
         """Where each worker's start is now (for the live progress lines)."""

@@ -42,10 +42,6 @@ class DeploymentQueries:
     def workers(self) -> list[Worker]:
         return self.processes.workers
 
-    @property
-    def strays(self) -> list[Worker]:
-        return self.processes.strays
-
     def roster(self) -> Roster:
         return Roster.of(self.namespace, self.workers)
 
@@ -62,7 +58,7 @@ class DeploymentQueries:
 
     def await_registered(self, role: str, seconds: float) -> bool:
         """Whether the worker (or stray) serves and has its card(s) within `seconds`."""
-        worker = next(w for w in (*self.workers, *self.strays) if w.role == role)
+        worker = next(w for w in (*self.workers, *self.processes.strays) if w.role == role)
         roster = self.roster()
         return bool(
             self.observer.wait_for(

@@ -83,11 +83,11 @@ def from_deployment(deployment: Deployment, test: str | None = None) -> Deployme
             )
         )
     frontend = []
-    if deployment.listed_at is not None:
+    if deployment.listing.listed_at is not None:
         # What /ready said at that moment rides on the listed mark (one instant, one mark).
         when = deployment.listing.ready_when_listed
         ready = f"; then {when}" if when else ""
-        frontend.append(Mark(deployment.listed_at, "listed", f"GET /v1/models{ready}"))
+        frontend.append(Mark(deployment.listing.listed_at, "listed", f"GET /v1/models{ready}"))
     exchanges = list(deployment.client.exchanges)
     for exchange in exchanges:
         if exchange.status != 200:
