@@ -7,11 +7,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
+from pathlib import Path
 
 import pytest
 
 from discovery_harness.common import child
+from discovery_harness.common.deadline import Deadline
 
 pytestmark = pytest.mark.process
 
@@ -30,6 +31,14 @@ except KeyboardInterrupt:
 """
 
 
+def _until_waiting(log: Path) -> None:
+    """Until the child said it waits (its log, written by the runner), within a deadline."""
+    deadline = Deadline(60)
+    while not (log.exists() and "waiting" in log.read_text()):
+        assert not deadline.expired, f"the child never said it waits: {log}"
+        threading.Event().wait(deadline.slice(0.05))
+
+
 def test_interrupt_all_passes_ctrl_c_to_a_threads_child_and_refuses_new_ones(
     tmp_path, monkeypatch
 ):
@@ -41,9 +50,7 @@ def test_interrupt_all_passes_ctrl_c_to_a_threads_child_and_refuses_new_ones(
             target=lambda: codes.append(child.run([sys.executable, "-c", WAITS_FOR_CTRL_C], sink))
         )
         worker.start()
-        deadline = time.monotonic() + 30
-        while "waiting" not in log.read_text() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _until_waiting(log)
         child.interrupt_all()
         worker.join(timeout=30)
     assert not worker.is_alive() and codes == [130]
@@ -57,6 +64,7 @@ def test_interrupt_all_passes_ctrl_c_to_a_threads_child_and_refuses_new_ones(
 RUNS_A_CHILD = """
 import sys
 from discovery_harness.common import child
+from discovery_harness.common.deadline import Deadline
 with open(sys.argv[1], "w") as sink, child.termination_as_ctrl_c():
     try:
         child.run([sys.executable, "-c", sys.argv[2]], sink)
@@ -75,9 +83,7 @@ def test_sigterm_to_a_command_stops_its_child_as_ctrl_c_would(tmp_path):
         stdout=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while not (log.exists() and "waiting" in log.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _until_waiting(log)
     command.send_signal(signal.SIGTERM)
     out, _ = command.communicate(timeout=60)
     assert command.returncode == 130 and "interrupted" in out

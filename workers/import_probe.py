@@ -21,6 +21,8 @@ from typing import Any
 MARKER = "HARNESS-PROBE "
 DISTRIBUTIONS = ("ai-dynamo", "ai-dynamo-runtime", "sglang")
 ORIGINS = ("dynamo.sglang", "dynamo.frontend", "dynamo._core")
+# What is being imported before the first named module: the stand-ins' own start-up.
+START_UP = "the workers' start-up (their CPU stand-ins import sglang)"
 
 
 def _version(dist: str) -> str | None:
@@ -75,7 +77,7 @@ def probe(modules: list[str], stand_ins: bool) -> dict[str, Any]:
         "runtime_modules": _runtime_modules(),
         "error": None,
     }
-    importing = "the workers' start-up (their CPU stand-ins import sglang)"
+    importing = START_UP
     try:
         _prepare(stand_ins)
         for importing in modules:

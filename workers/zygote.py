@@ -42,7 +42,7 @@ import threading
 import time
 from typing import Any, NoReturn
 
-from discovery_harness_workers.import_probe import describe_error
+from discovery_harness_workers.import_probe import START_UP, describe_error
 
 # What a worker imports before it registers, in every mode; importing them here is the point.
 PRELOAD = (
@@ -105,7 +105,7 @@ def preload(also: tuple[str, ...] = ()) -> tuple[set[str], float]:
     seconds)."""
     started = time.monotonic()
     recording = record_environ_reads()
-    importing = "the workers' start-up (their CPU stand-ins import sglang)"
+    importing = START_UP
     try:
         from discovery_harness_workers import start
 
