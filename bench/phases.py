@@ -73,7 +73,7 @@ def marks(deployment: Deployment, started_wall: float) -> Phases:
 def with_lora(deployment: Deployment, phases: Phases) -> Phases:
     """A LoRA loaded into every registering worker and unloaded again, each timed until its
     cards settled and checked as the LoRA test checks them (a refusal or a wrong card raises)."""
-    if "lora" not in deployment.topology.assets:
+    if "lora" not in deployment.plan.topology.assets:
         return phases
     control = LoraControl(deployment)
     started = time.monotonic()

@@ -79,7 +79,7 @@ def one_start(
         ready = time.monotonic() - started
         cards = [row.offsets()["card"] for row in deployment.timeline()]
         usage = []
-        for worker in deployment.workers:
+        for worker in deployment.processes.workers:
             process = psutil.Process(worker.pid)
             times = process.cpu_times()
             memory = process.memory_full_info()
@@ -94,7 +94,7 @@ def one_start(
         phases = phase_marks.with_lora(deployment, phase_marks.marks(deployment, started_wall))
         return figures, phases
     finally:
-        session.stops.submit(deployment.namespace, phase_marks.timed_stop(deployment, stops))
+        session.stops.submit(deployment.plan.namespace, phase_marks.timed_stop(deployment, stops))
 
 
 def median_figures(runs: list[StartFigures]) -> StartFigures:

@@ -86,7 +86,7 @@ def etcd_audit(capsys, deployment: Deployment, tmp_path: Path, *extra: str) -> t
         "--frontend",
         deployment.client.base_url,
         "--namespace",
-        deployment.namespace,
+        deployment.plan.namespace,
         "--report-dir",
         str(tmp_path / "reports"),
         *extra,
@@ -206,7 +206,7 @@ def test_audit_reports_the_frontends_readiness_and_a_disagreement(
     assert (
         "frontend /ready: 200 ready; etcd: ready: aggregated 1 live (needs nothing): agree" in out
     )
-    assert f"frontend /health: 5 instance(s) of {deployment.namespace}; etcd 5: agree" in out
+    assert f"frontend /health: 5 instance(s) of {deployment.plan.namespace}; etcd 5: agree" in out
     key, _ = rewrite_card_needs(discovery_observer, deployment.card("worker"), [["prefill"]])
     code, out = etcd_audit(capsys, deployment, tmp_path)
     assert code == 1, out

@@ -36,7 +36,7 @@ def _canary_cases() -> list[object]:
 def _deploy_and_await(deploy, topology, fault: dict[str, str]) -> ContractFailure:
     with pytest.raises(ContractFailure) as failure:
         deployment = deploy(topology, strict=True, faults=fault)
-        await_canaries(deployment.workers, deployment.canary_waited)
+        await_canaries(deployment.processes.workers, deployment.canary_waited)
         deployment.verify()
     return failure.value
 

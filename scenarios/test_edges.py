@@ -128,7 +128,7 @@ def test_a_stray_prefill_worker_in_the_namespace_is_reported_by_name(
         deployment.verify()
     (found,) = failure.value.find(INTERFERENCE)
     assert f"worker 'prefill' (pid {stray.pid}) is in namespace" in found.message
-    assert f"v1/mdc/{deployment.namespace}/prefill/generate/" in found.message
+    assert f"v1/mdc/{deployment.plan.namespace}/prefill/generate/" in found.message
 
 
 @LONG

@@ -55,7 +55,7 @@ def test_a_lease_lost_while_etcd_was_unreachable_is_registered_again(
     def partition() -> None:
         infra.provider.pause("etcd")
         try:
-            deployment.workers[0].proc.popen_wait(LEASE_TTL_S * 3)  # the outage itself
+            deployment.processes.workers[0].proc.popen_wait(LEASE_TTL_S * 3)  # the outage itself
         finally:
             infra.provider.resume("etcd")
 

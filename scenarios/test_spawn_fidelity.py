@@ -33,7 +33,7 @@ def test_forked_workers_register_and_answer_like_fresh_ones(topology, deploy, wo
     for spawn in (FRESH, ZYGOTE):
         deployment = deploy(topology, spawn=spawn)
         replies = [deployment.send(kind) for kind in topology.requests]
-        for worker in deployment.workers:  # its own group, parent and ports
+        for worker in deployment.processes.workers:  # its own group, parent and ports
             process = psutil.Process(worker.pid)
             assert os.getpgid(worker.pid) == worker.pid
             # The template's pid is known from its start (its `info` only once its imports
@@ -43,8 +43,10 @@ def test_forked_workers_register_and_answer_like_fresh_ones(topology, deploy, wo
             assert {worker.ports.system, worker.ports.tcp_rpc} <= listening
         state = deployment.discovery_now()
         seen[spawn] = {
-            "etcd": discovery_fingerprint(state, deployment.namespace, deployment.model_name),
-            "http": [answer_fingerprint(r, deployment.model_name) for r in replies],
+            "etcd": discovery_fingerprint(
+                state, deployment.plan.namespace, deployment.plan.model_name
+            ),
+            "http": [answer_fingerprint(r, deployment.plan.model_name) for r in replies],
         }
         deployment.verify()
     assert seen[FRESH]["etcd"], "nothing registered"

@@ -14,8 +14,8 @@ pytestmark = pytest.mark.unit
 
 class FakeDeployment:
     def __init__(self, name: str, fails: bool = False) -> None:
-        self.namespace, self.fails = name, fails
-        self.started = self.stopped = 0
+        self.name, self.fails = name, fails
+        self.started = self.stopped = self.stopped_in_background = 0
 
     def start(self) -> FakeDeployment:
         self.started += 1
@@ -26,10 +26,8 @@ class FakeDeployment:
     def stop(self) -> None:
         self.stopped += 1
 
-
-class InlineStops:
-    def submit(self, name: str, stop) -> None:
-        stop()
+    def stop_in_background(self) -> None:
+        self.stopped_in_background += 1
 
 
 def _key(name: str, faults: dict[str, str] | None = None):
@@ -60,6 +58,6 @@ def test_those_no_test_took_are_stopped_at_the_sessions_end():
     prestarts = Prestarts()
     left = FakeDeployment("h-aggregated")
     prestarts.ahead(_key("aggregated"), lambda: left)
-    prestarts.release(InlineStops())
-    assert left.stopped == 1
+    prestarts.release()
+    assert (left.stopped, left.stopped_in_background) == (0, 1)
     assert prestarts.take(_key("aggregated")) is None

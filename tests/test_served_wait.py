@@ -6,23 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
+import httpx
 import pytest
 
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.deployment.readiness import Serving, probe_until_served
-from discovery_harness.serving.requests import Reply
 
 pytestmark = pytest.mark.unit
 
-BOOTSTRAP_500 = Reply(
-    "chat",
-    "/v1/chat/completions",
+BOOTSTRAP_500 = (
     500,
-    "status 500",
     '{"message":"RuntimeError: bootstrap_info is required for disaggregated decode"}',
 )
-SERVED = Reply("chat", "/v1/chat/completions", 200, None, '{"choices": []}')
+SERVED = (200, '{"choices": []}')
 
 
 @dataclass
@@ -39,28 +37,51 @@ class FakeWorker:
     proc: FakeProc
 
 
-def _serving(answers: list[Reply], incomplete: list[bool]) -> Serving:
-    replies: Iterator[Reply] = iter(answers)
-    states: Iterator[bool] = iter(incomplete)
+class CannedFrontend:
+    """A client whose every POST gets the next canned (status, body), as a frontend's."""
+
+    def __init__(self, answers: list[tuple[int, str]]) -> None:
+        self.answers = iter(answers)
+
+    def post_json(self, path: str, payload: dict[str, Any]) -> httpx.Response:
+        status, body = next(self.answers)
+        request = httpx.Request("POST", f"http://frontend{path}")
+        return httpx.Response(status, text=body, request=request)
+
+
+@dataclass
+class CardsMissing:
+    """Whether a card is missing at each read, in turn."""
+
+    states: Iterator[bool]
+
+    def missing_cards(self) -> list[str]:
+        return ["prefill"] if next(self.states) else []
+
+    def keys_summary(self) -> str:
+        return ""
+
+
+def _serving(answers: list[tuple[int, str]], incomplete: list[bool]) -> Serving:
     return Serving(
         model_name="m",
         public_role="decode",
         kind="chat",
         workers=(FakeWorker(FakeProc()),),  # type: ignore[arg-type]
-        probe=lambda: next(replies),
-        keys_summary=lambda: "",
+        client=CannedFrontend(answers),  # type: ignore[arg-type]
+        discovered=CardsMissing(iter(incomplete)),
         log_tail=lambda: "",
-        incomplete=lambda: next(states),
     )
 
 
 def test_an_error_while_a_card_is_missing_is_refused_and_probing_goes_on():
     serving = _serving([BOOTSTRAP_500, BOOTSTRAP_500, SERVED], incomplete=[True, True])
     probes, refused = probe_until_served(serving, Deadline(5))
-    assert probes[-1] is SERVED and refused == [BOOTSTRAP_500, BOOTSTRAP_500]
+    assert [p.status for p in probes] == [500, 500, 200]
+    assert [r.body for r in refused] == [BOOTSTRAP_500[1]] * 2
 
 
 def test_an_error_once_every_card_is_in_etcd_is_the_answer():
     serving = _serving([BOOTSTRAP_500, SERVED], incomplete=[False])
     probes, refused = probe_until_served(serving, Deadline(5))
-    assert probes == [BOOTSTRAP_500] and refused == []
+    assert [p.status for p in probes] == [500] and refused == []

@@ -13,10 +13,10 @@ from discovery_harness.serving.requests import AFTER_BAD_INPUT
 
 def prove(deployment: Deployment) -> None:
     """Send the topology's bad inputs, then recheck each kind they changed."""
-    declared = deployment.topology.requests
+    declared = deployment.plan.topology.requests
     bad_inputs = for_kinds(declared)
     for bad in bad_inputs:
-        deployment.replies.append(send_bad(bad, deployment.client, deployment.model_name))
+        deployment.replies.append(send_bad(bad, deployment.client, deployment.plan.model_name))
     for family in dict.fromkeys(bad.kind for bad in bad_inputs):
         kind = next(k for k in declared if SAME_PATH.get(k, k) == family)
         deployment.send(kind, purpose=AFTER_BAD_INPUT)

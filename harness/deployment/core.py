@@ -2,6 +2,8 @@
 
 A Deployment is its plan (discovery_harness.deployment.plan: every value, computed before anything
 starts), its processes (discovery_harness.deployment.processes), what it observes, and one verdict.
+Callers read its owners (deployment.plan.namespace, deployment.processes.workers), and what it
+owns reads its DeploymentView (discovery_harness.deployment.view), never the deployment.
 It starts every worker (some wait for their peers before registering), waits on etcd watch
 events until each has its instance and model card, waits until the frontend lists each public
 model and serves it, then lets the test send requests. The verdict is reached once (a failed
@@ -30,17 +32,13 @@ from discovery_harness.deployment.listing import ListingWatch
 from discovery_harness.deployment.options import LATE, OWN
 from discovery_harness.deployment.plan import DeployOptions, SessionFacts, plan
 from discovery_harness.deployment.processes import Processes
-from discovery_harness.deployment.progress import (
-    LogMilestones,
-    ProgressTicker,
-    Sample,
-    StartProgress,
-)
+from discovery_harness.deployment.progress import ProgressTicker, StartProgress
 from discovery_harness.deployment.queries import DeploymentQueries
-from discovery_harness.deployment.roster import sample_start
 from discovery_harness.deployment.self_description import SelfDescription
 from discovery_harness.deployment.session import Session
-from discovery_harness.deployment.timeline import WorkerTimeline, first_answer, worker_timelines
+from discovery_harness.deployment.start_sample import StartSampler
+from discovery_harness.deployment.timeline import WorkerTimeline, worker_timelines
+from discovery_harness.deployment.view import DeploymentView
 from discovery_harness.deployment.worker import Worker
 from discovery_harness.discovery.observer import DiscoveryObserver
 from discovery_harness.discovery.sources import FileSource
@@ -87,44 +85,36 @@ class Deployment(DeploymentQueries):
             if self.plan.file_store is not None
             else session.observer
         )
+        self.view = DeploymentView(self.observer, self.plan.namespace, self.processes)
         self.client = RecordingClient(self.plan.base_url)
         self.replies: list[Reply] = []
         self.frontend_log = FrontendLogWindow.from_now(self.processes)
-        self.listing = ListingWatch(
-            self.plan.base_url,
-            self.model_name,
-            lambda: self.roster().without_card(self.discovery_now()),
-        )
+        self.listing = ListingWatch(self.plan.base_url, self.plan.model_name, self.view)
         self.deadline = Deadline(self.plan.register_deadline_s)
-        self.frontend_agreement = frontend_agreement.for_plan(self.plan, self.discovery_now)
+        self.frontend_agreement = frontend_agreement.for_plan(self.plan, self.view)
         self.not_started: list[Violation] = []  # held back by a start order that broke
         # Every worker's /health and /live, spawn to stop (etcd's cards read at each first
         # ready answer: the proof of a ready-before-card).
         self.health = HealthWatch(
-            functools.partial(health_verdict.card_keys_now, self.observer, self.namespace)
+            functools.partial(health_verdict.card_keys_now, self.observer, self.plan.namespace)
         )
-        self.self_description = SelfDescription(self.topology.self_description_judged)
+        self.self_description = SelfDescription(self.plan.topology.self_description_judged)
         self.canary_waited: dict[str, str] = {}  # role: the canary proof waited for (canary.py)
         self._ticker: ProgressTicker | None = None
-        self._milestones: dict[str, LogMilestones] = {}
         self._ready_known: tuple[tuple[Violation, str], ...] = ()
         self._verdict: Verdict | None = None
         self.events = Events()  # moments a known violation's window starts from
         self.verdict_at: float | None = None  # wall time of the verdict (the report's mark)
 
-    @property
-    def topology(self) -> Topology:
-        return self.plan.topology
-
     def __repr__(self) -> str:
-        return f"<deployment {self.namespace}>"
+        return f"<deployment {self.plan.namespace}>"
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_: object) -> None:
         """Stopped in the background: the session waits for every stop before it ends."""
-        self.session.stops.submit(self.namespace, self.stop)
+        self.stop_in_background()
 
     def start(self) -> Self:
         """Launch every worker; with a start order, the ordered ones one at a time, each
@@ -140,7 +130,8 @@ class Deployment(DeploymentQueries):
         if session.progress is not None:
             label = f"{plan.topology.name}-{plan.scenario.placement.name} {plan.namespace}"
             progress = StartProgress(label, session.progress, session.progress_heartbeat_s)
-            self._ticker = ProgressTicker(progress, self._progress_sample).start()
+            sampler = StartSampler(plan, self.view, self.listing, self.client)
+            self._ticker = ProgressTicker(progress, sampler).start()
         if self.observer is not session.observer:
             self.observer.start()
         if plan.frontend_mode == OWN:
@@ -179,7 +170,7 @@ class Deployment(DeploymentQueries):
             kinds = ", ".join(sorted({v.kind for v in verdict.violations}))
             self._stop_progress(f"not ready: {len(verdict.violations)} violation(s) ({kinds})")
             self._settle(verdict)
-            verdict.raise_if_failed(self.topology.name)
+            verdict.raise_if_failed(self.plan.topology.name)
         self._ready_known = verdict.known
         self._stop_progress("ready")
         if not any(v.kind == NEVER_LISTED for v, _ in verdict.known):
@@ -199,11 +190,12 @@ class Deployment(DeploymentQueries):
         if self.plan.frontend_mode == LATE and not violations:
             self.processes.start_frontend()  # workers first: it must discover what is there
         state = self.observer.state()
+        plan, processes = self.plan, self.processes
         violations += judged.card_violations(
-            state, self.namespace, self.model_name, self.workers, self.processes.strays
+            state, plan.namespace, plan.model_name, processes.workers, processes.strays
         )
         registered = not any(v.kind in START_FAILED for v in violations)
-        if registered and self.topology.public_workers:
+        if registered and self.plan.topology.public_workers:
             serving = self._serving()
             violations += readiness.await_served(
                 self.listing, serving, Deadline(settings.list_deadline)
@@ -213,19 +205,21 @@ class Deployment(DeploymentQueries):
         elif not registered:  # listed although a worker never registered
             violations += readiness.listed_early(self.listing, self._serving(), [])
         violations += self.frontend_agreement.after_ready(not violations)
-        if registered and self.topology.health_judged:
+        if registered and self.plan.topology.health_judged:
             # Registered and served: each worker's /health has the card grace to say ready.
             anyway = {v.role or "" for v in violations if v.kind == REGISTERED_UNEXPECTEDLY}
             deadline = Deadline(settings.card_grace)
-            health_verdict.await_ready(self.health, self.workers, deadline, anyway)
+            health_verdict.await_ready(self.health, self.processes.workers, deadline, anyway)
             unready = self._health(health_verdict.AT_READINESS)
             # A canary its handler refused keeps /health at 503: named beside, as the cause.
-            violations += unready + (canary.violations(self.workers, {}) if unready else [])
+            violations += unready + (
+                canary.violations(self.processes.workers, {}) if unready else []
+            )
         found_exits = {v.role for v in violations if v.kind in (WORKER_EXITED, MISFIT)}
         state = self.observer.state()
         violations += [
-            diagnosis.exited(w, state, self.namespace, "readiness (it had registered)")
-            for w in self.workers
+            diagnosis.exited(w, state, self.plan.namespace, "readiness (it had registered)")
+            for w in self.processes.workers
             if not w.proc.alive() and w.role not in found_exits
         ]
         misfits = [v for v in violations if v.kind == MISFIT]
@@ -238,23 +232,21 @@ class Deployment(DeploymentQueries):
 
     def _health(self, kinds: tuple[str, ...]) -> list[Violation]:
         """The readiness contract's violations of `kinds` (discovery_harness.judge.health)."""
-        if not self.topology.health_judged:
+        if not self.plan.topology.health_judged:
             return []
         waited = f"{self.session.settings.card_grace:.0f} s after it registered and was served"
         return health_verdict.violations(self.health, self.observer, self.roster(), kinds, waited)
 
     def _serving(self) -> readiness.Serving:
-        public = self.topology.public_workers
+        public = self.plan.topology.public_workers
         return readiness.Serving(
-            model_name=self.model_name,
+            model_name=self.plan.model_name,
             public_role=public[0].role if public else "",
-            kind=self.topology.requests[0],
-            workers=tuple(self.workers),
-            probe=lambda: self.send_unrecorded(self.topology.requests[0]),
-            keys_summary=lambda: diagnosis.keys_summary(self.observer.state(), self.namespace),
+            kind=self.plan.topology.requests[0],
+            workers=tuple(self.processes.workers),
+            client=self.client,
+            discovered=self.view,
             log_tail=self.frontend_log.tail,
-            incomplete=lambda: bool(self.roster().without_card(self.discovery_now())),
-            answered_at=self.client.answered_at,
         )
 
     def send(
@@ -263,13 +255,9 @@ class Deployment(DeploymentQueries):
         """A request of `kind` in `shape` for the topology's model (or another name it serves,
         a LoRA), judged against the model its workers serve too."""
         facts = self.roster().served_model()
-        reply = send(kind, self.client, model or self.model_name, shape, facts, purpose)
+        reply = send(kind, self.client, model or self.plan.model_name, shape, facts, purpose)
         self.replies.append(reply)
         return reply
-
-    def send_unrecorded(self, kind: str) -> Reply:
-        """A readiness probe: its exchange is recorded but it is not one of the test's replies."""
-        return send(kind, self.client, self.model_name)
 
     def verdict(self) -> Verdict:
         """The deployment's verdict: readiness's if it failed, else everything wrong since
@@ -287,7 +275,7 @@ class Deployment(DeploymentQueries):
     def verify(self) -> None:
         """Raise ContractFailure for anything wrong (the verdict, reached now if not yet)."""
         __tracebackhide__ = True
-        self.verdict().raise_if_failed(self.topology.name)
+        self.verdict().raise_if_failed(self.plan.topology.name)
 
     @property
     def found(self) -> tuple[Violation, ...]:
@@ -301,18 +289,18 @@ class Deployment(DeploymentQueries):
     def _after_ready(self) -> list[Violation]:
         state = self.observer.state()
         violations = [
-            diagnosis.exited(w, state, self.namespace, "nothing (it had registered)")
+            diagnosis.exited(w, state, self.plan.namespace, "nothing (it had registered)")
             for w in self.processes.exited_unexpectedly()
         ] + self.frontend_agreement.take()
         violations += self._health(health_verdict.AT_VERDICT)
         now = self.discovery_now()  # etcd read once for the verdict's checks
         violations += self.self_description.verdict(self.roster(), now)
-        violations += canary.violations(self.workers, self.canary_waited)
+        violations += canary.violations(self.processes.workers, self.canary_waited)
         violations += judged.after_ready(
             now,
-            self.namespace,
-            self.model_name,
-            self.workers,
+            self.plan.namespace,
+            self.plan.model_name,
+            self.processes.workers,
             self.processes.strays,
             self.client.exchanges,
             self.replies,
@@ -328,7 +316,7 @@ class Deployment(DeploymentQueries):
         the roles given a fault, or for any role when none is)."""
         release = dynamo_env.active().version  # the release the run drives
         violations = stand_in_blame.reclassify(violations)  # the harness's own, never set aside
-        known_here = self.topology.known_violations
+        known_here = self.plan.topology.known_violations
         strict = (frozenset(self.plan.faults) or True) if self.plan.strict else False
         verdict = set_aside_known(violations, known_here, release, strict, self.events)
         return Verdict(verdict.violations, (*known, *verdict.known))
@@ -344,18 +332,6 @@ class Deployment(DeploymentQueries):
             self.listing.listed_at,
             self.client.exchanges,
             self.health.health(),
-        )
-
-    def _progress_sample(self) -> Sample:
-        """Where each worker's start is now (for the live progress lines)."""
-        return sample_start(
-            self.topology.workers,
-            self.plan.start_order,
-            self.roster(),
-            self.observer.state(),
-            self._milestones,
-            listed=self.listing.listed_at is not None,
-            answered=first_answer(list(self.client.exchanges)) is not None,
         )
 
     def _stop_progress(self, outcome: str) -> None:
@@ -381,10 +357,23 @@ class Deployment(DeploymentQueries):
         return worker
 
     def stop(self) -> None:
+        """Stop everything now, in this thread."""
+        self._stop_watching()
+        self.processes.stop()
+
+    def stop_in_background(self) -> None:
+        """Stop what watches it now (quick), and hand its processes (Dynamo's graceful
+        shutdown takes seconds) to the session's background stops, which the session drains
+        before it ends (discovery_harness.deployment.stops)."""
+        self._stop_watching()
+        self.session.stops.submit(self.plan.namespace, self.processes.stop)
+
+    def _stop_watching(self) -> None:
+        """Its progress lines, health and listing watches, own observer and client: what
+        reads the processes, ended before they stop (a worker's shutdown is no finding)."""
         self._stop_progress("stopped before it was ready")
         self.health.stop()
         self.listing.stop()
         if self.observer is not self.session.observer:
             self.observer.stop()
-        self.processes.stop()
         self.client.close()

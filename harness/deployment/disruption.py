@@ -93,7 +93,7 @@ def depart(deployment: Deployment, role: str, sig: signal.Signals, within_s: flo
         routable = [deleted[k] for k in generate if k in deleted]
         generate_gone = max(routable) - started if len(routable) == len(generate) else None
         unlisted = await_listing(
-            deployment.client.base_url, deployment.model_name, False, Deadline(within_s)
+            deployment.client.base_url, deployment.plan.model_name, False, Deadline(within_s)
         )
     return Departure(
         role=role,
@@ -116,14 +116,14 @@ def come_back(deployment: Deployment, role: str, within_s: float, requests: int 
         registered = deployment.await_registered(role, within_s)
         registered_at = time.monotonic() if registered else None
         listed = await_listing(
-            deployment.client.base_url, deployment.model_name, True, Deadline(within_s)
+            deployment.client.base_url, deployment.plan.model_name, True, Deadline(within_s)
         )
     if listed is not None:  # a known violation's window may start here; /ready must agree
         deployment.frontend_agreement.check(f"'{role}' restarted and listed again")
         deployment.events.note(
             relisted_after_restart(role), time.time() - (time.monotonic() - listed)
         )
-    kind = deployment.topology.requests[0]
+    kind = deployment.plan.topology.requests[0]
     replies = [deployment.send(kind) for _ in range(requests)]
     return Return(
         role=role,
@@ -157,12 +157,12 @@ class _Prober:
         self._client.close()
 
     def _run(self) -> None:
-        kind = self._deployment.topology.requests[0]
+        kind = self._deployment.plan.topology.requests[0]
         for _ in range(PROBE_LIMIT):
             if self._stop.is_set():
                 return
             try:
-                status = send(kind, self._client, self._deployment.model_name).status
+                status = send(kind, self._client, self._deployment.plan.model_name).status
             except httpx.HTTPError:
                 status = 0  # no answer at all (connection refused or reset)
             with self._answered:
@@ -241,4 +241,5 @@ def disrupt(
 
 def _worker_keys(deployment: Deployment) -> set[str]:
     state = deployment.discovery_now()
-    return {k for w in deployment.workers for k in deployment.records(state, w).all_keys()}
+    workers = deployment.processes.workers
+    return {k for w in workers for k in deployment.records(state, w).all_keys()}

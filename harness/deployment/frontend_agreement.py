@@ -11,8 +11,9 @@ Agreement at the first read costs one etcd read and two GETs (a few milliseconds
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import httpx
 
@@ -35,6 +36,12 @@ from discovery_harness.model.violations import Violation
 POLL_S = 0.05
 
 
+class EtcdNow(Protocol):
+    """What reads the namespace from etcd directly, not the watch's view (its DeploymentView)."""
+
+    def discovery_now(self) -> DiscoveryState: ...
+
+
 @dataclass(frozen=True)
 class Reading:
     """One check's outcome, for the report: when, what etcd implied, what the frontend said."""
@@ -54,7 +61,7 @@ class FrontendAgreement:
     base_url: str
     namespace: str
     model: str
-    read_etcd: Callable[[], DiscoveryState]  # etcd now, not the watch's view
+    etcd_now: EtcdNow
     roles: Mapping[str, Sequence[str]]  # worker type -> the roles of that type
     asked_during_start: bool = True
     # Else /ready is not judged: the topology serves no public model, or its release predates
@@ -81,7 +88,7 @@ class FrontendAgreement:
         ) as client:
             while True:
                 reads += 1
-                state = self.read_etcd()
+                state = self.etcd_now.discovery_now()
                 etcd = readiness_from_etcd(state, self.namespace, self.model)
                 found, said = self._judge(client, state, etcd, moment, health)
                 if not found or deadline.expired:
@@ -150,7 +157,7 @@ def roles_of_types(workers: Sequence[tuple[str, str | None]]) -> dict[str, list[
     return found
 
 
-def for_plan(plan: DeploymentPlan, read_etcd: Callable[[], DiscoveryState]) -> FrontendAgreement:
+def for_plan(plan: DeploymentPlan, etcd_now: EtcdNow) -> FrontendAgreement:
     """The checks of one deployment: its frontend, namespace, model and roles. With a frontend
     started only once the workers are up, there is none to ask during the start order."""
     workers = [(w.role, w.card.worker_type if w.card else None) for w in plan.topology.workers]
@@ -158,7 +165,7 @@ def for_plan(plan: DeploymentPlan, read_etcd: Callable[[], DiscoveryState]) -> F
         plan.base_url,
         plan.namespace,
         plan.model_name,
-        read_etcd,
+        etcd_now,
         roles_of_types(workers),
         asked_during_start=plan.frontend_mode != LATE,
         judged=bool(plan.topology.public_workers) and plan.topology.frontend_readiness_judged,

@@ -5,13 +5,19 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import httpx
 
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.serving.listing import listed_ids
+
+
+class MissingCards(Protocol):
+    """What reads etcd directly for the cards a topology still lacks (its DeploymentView)."""
+
+    def missing_cards(self) -> list[str]: ...
 
 
 @dataclass
@@ -22,7 +28,7 @@ class ListingWatch:
 
     base_url: str
     model_name: str
-    missing_cards_now: Callable[[], list[str]]
+    cards: MissingCards
     listed_at: float | None = None  # wall time
     missing_when_listed: list[str] = field(default_factory=list)
     # What GET /v1/models/{model}/ready answered at that moment (the frontend's own view).
@@ -38,7 +44,7 @@ class ListingWatch:
         with httpx.Client(base_url=self.base_url, timeout=2.0) as client:
             while not self._stop.is_set():
                 if self.listed(client):
-                    self.missing_when_listed = self.missing_cards_now()
+                    self.missing_when_listed = self.cards.missing_cards()
                     self.ready_when_listed = self.readiness(client)
                     self.listed_at = time.time()
                     return

@@ -118,7 +118,7 @@ class LoraControl:
         self.answers: list[LoraAnswer] = []
 
     def _workers(self) -> list[Worker]:
-        return [w for w in self.deployment.workers if w.registers]
+        return [w for w in self.deployment.processes.workers if w.registers]
 
     def load(self, name: str) -> list[LoraAnswer]:
         adapter = self._adapter()
@@ -147,13 +147,13 @@ class LoraControl:
             if not answer.ok
         ]
         if refused:  # a stand-in's error passed on by Dynamo is the harness's
-            raise ContractFailure(self.deployment.topology.name, reclassify(refused))
+            raise ContractFailure(self.deployment.plan.topology.name, reclassify(refused))
 
     def settle(self, name: str, loaded: bool) -> None:
         """Wait until every worker has (or no longer has) its card for `name`, then check
         each card against the worker's role."""
         deployment = self.deployment
-        ns = deployment.namespace
+        ns = deployment.plan.namespace
 
         def mine(state: DiscoveryState, worker: Worker) -> list[ModelCard]:
             ids = {i.instance_id for i in deployment.records(state, worker).generates}
@@ -175,14 +175,14 @@ class LoraControl:
             violations[0] = Violation(
                 first.kind, first.role, f"{first.message}\nthe workers' LoRA answers:\n{answers}"
             )
-            raise ContractFailure(deployment.topology.name, violations)
+            raise ContractFailure(deployment.plan.topology.name, violations)
 
     def _adapter(self) -> Path:
         """The topology's LoRA asset: the catalogue's adapter from the cache on the GPU tier
         (fetched like the models), a generated one of the tiny text model's shapes on the
         CPU tier."""
         deployment = self.deployment
-        ref = deployment.session.models(deployment.topology.name, "lora")
+        ref = deployment.session.models(deployment.plan.topology.name, "lora")
         located = locate(ref)
         if located is None:
             raise FileNotFoundError(f"LoRA adapter {ref} is not available locally")
@@ -210,7 +210,7 @@ def runtime_cycle(deployment: Deployment, name: str = LORA_NAME) -> None:
     changed = differences(before, _fingerprint(deployment))
     if changed:
         raise ContractFailure(
-            deployment.topology.name,
+            deployment.plan.topology.name,
             [
                 Violation(
                     LORA_LEFT_BEHIND,
@@ -233,7 +233,7 @@ def _worker_side(worker: Worker, answer: LoraAnswer) -> str:
 
 def _fingerprint(deployment: Deployment) -> object:
     return discovery_fingerprint(
-        deployment.discovery_now(), deployment.namespace, deployment.model_name
+        deployment.discovery_now(), deployment.plan.namespace, deployment.plan.model_name
     )
 
 
@@ -244,7 +244,7 @@ def _await_listing(deployment: Deployment, name: str, listed: bool) -> None:
         if deadline.expired:
             what = "never listed after its cards came" if listed else "still listed after unload"
             raise ContractFailure(
-                deployment.topology.name,
+                deployment.plan.topology.name,
                 [
                     Violation(
                         LORA_LEFT_BEHIND,
@@ -258,5 +258,5 @@ def _await_listing(deployment: Deployment, name: str, listed: bool) -> None:
 
 
 def _card_keys(deployment: Deployment, name: str) -> str:
-    cards = lora_cards(deployment.discovery_now(), deployment.namespace, name)
+    cards = lora_cards(deployment.discovery_now(), deployment.plan.namespace, name)
     return ", ".join(c.key for c in cards) or "none"

@@ -25,15 +25,11 @@ DEPTH = 8
 class Startable(Protocol):
     """What is started ahead: a deployment (this module need not know the class)."""
 
-    namespace: str
-
     def start(self) -> object: ...
 
     def stop(self) -> None: ...
 
-
-class Stops(Protocol):
-    def submit(self, name: str, stop: Callable[[], None]) -> None: ...
+    def stop_in_background(self) -> None: ...
 
 
 D = TypeVar("D", bound=Startable)
@@ -65,8 +61,9 @@ class Prestarts(Generic[D]):
     def take(self, key: PrestartKey) -> D | None:
         return self._waiting.pop(key, None)
 
-    def release(self, stops: Stops) -> None:
-        """Stop every deployment no test took (the session ends, or the selection changed)."""
+    def release(self) -> None:
+        """Stop every deployment no test took (the session ends, or the selection changed):
+        in the background, as a test's deployment is."""
         waiting, self._waiting = self._waiting, {}
         for deployment in waiting.values():
-            stops.submit(deployment.namespace, deployment.stop)
+            deployment.stop_in_background()

@@ -13,6 +13,7 @@ from discovery_harness.deployment.plan import DeploymentPlan
 from discovery_harness.deployment.processes import Processes
 from discovery_harness.deployment.roster import Roster
 from discovery_harness.deployment.session import Session
+from discovery_harness.deployment.view import DeploymentView
 from discovery_harness.deployment.worker import Worker
 from discovery_harness.discovery.observer import DiscoveryObserver, DiscoveryState
 from discovery_harness.judge import checks
@@ -29,21 +30,10 @@ class DeploymentQueries:
     processes: Processes
     observer: DiscoveryObserver
     client: RecordingClient
-
-    @property
-    def namespace(self) -> str:
-        return self.plan.namespace
-
-    @property
-    def model_name(self) -> str:
-        return self.plan.model_name
-
-    @property
-    def workers(self) -> list[Worker]:
-        return self.processes.workers
+    view: DeploymentView
 
     def roster(self) -> Roster:
-        return Roster.of(self.namespace, self.workers)
+        return self.view.roster()
 
     def worker(self, role: str) -> Worker:
         return self.processes.worker(role)
@@ -53,12 +43,12 @@ class DeploymentQueries:
 
     def discovery_now(self) -> DiscoveryState:
         """This namespace's instances and cards, read from etcd directly (no watch lag)."""
-        ns = self.namespace
-        return self.observer.read_now([f"v1/instances/{ns}/", f"v1/mdc/{ns}/"])
+        return self.view.discovery_now()
 
     def await_registered(self, role: str, seconds: float) -> bool:
         """Whether the worker (or stray) serves and has its card(s) within `seconds`."""
-        worker = next(w for w in (*self.workers, *self.processes.strays) if w.role == role)
+        processes = self.processes
+        worker = next(w for w in (*processes.workers, *processes.strays) if w.role == role)
         roster = self.roster()
         return bool(
             self.observer.wait_for(
@@ -78,7 +68,7 @@ class DeploymentQueries:
     def advertised_addresses(self) -> set[str]:
         """Every IPv4 address the workers advertise in etcd (read directly, now)."""
         return set().union(
-            *checks.advertised_addresses(self.discovery_now(), self.namespace).values()
+            *checks.advertised_addresses(self.discovery_now(), self.plan.namespace).values()
         )
 
     def card(self, role: str) -> ModelCard | None:
@@ -90,6 +80,5 @@ class DeploymentQueries:
         started = time.monotonic()
         self.processes.start_frontend()
         deadline = Deadline(self.session.settings.list_deadline)
-        listed = await_listing(self.client.base_url, self.model_name, True, deadline)
+        listed = await_listing(self.client.base_url, self.plan.model_name, True, deadline)
         return None if listed is None else listed - started
-

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.deployment import diagnosis
@@ -19,7 +20,8 @@ from discovery_harness.discovery.observer import DiscoveryObserver, DiscoverySta
 from discovery_harness.judge import deployment as judged
 from discovery_harness.judge.deployment import NOT_READY_STATUSES
 from discovery_harness.model.violations import BAD_RESPONSE, NEVER_LISTED, Violation
-from discovery_harness.serving.requests import Reply
+from discovery_harness.serving.http_client import RecordingClient
+from discovery_harness.serving.requests import Reply, send
 
 
 class Exited(Exception):
@@ -137,21 +139,34 @@ def await_absent_settled(observer: DiscoveryObserver, roster: Roster, seconds: f
     observer.wait_for(settled, Deadline(seconds))
 
 
+class Discovered(Protocol):
+    """What discovery holds now (the deployment's DeploymentView)."""
+
+    def missing_cards(self) -> list[str]: ...
+
+    def keys_summary(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Serving:
-    """What the served-wait needs to know of the deployment, as values."""
+    """What the served-wait needs of the deployment: values, and the parts it reads (its
+    client, what discovery holds, its frontend's log), never the deployment itself."""
 
     model_name: str
     public_role: str
     kind: str  # the request kind that proves it serves (the topology's first)
     workers: tuple[Worker, ...]
-    probe: Callable[[], Reply]  # one request of `kind`, recorded as a probe
-    keys_summary: Callable[[], str]  # the namespace's keys now (for a failure message)
+    client: RecordingClient  # the deployment's: each probe's exchange is recorded there
+    discovered: Discovered
     log_tail: Callable[[], str]  # the frontend's last lines since the deployment started
-    # Whether a worker's card is missing from etcd now (the topology cannot serve yet).
-    incomplete: Callable[[], bool] = lambda: False
-    # When the frontend answered the request of this id (its exchange's time), if recorded.
-    answered_at: Callable[[str], float | None] = lambda _: None
+
+    def probe(self) -> Reply:
+        """One request of `kind`, recorded as an exchange but not one of the test's replies."""
+        return send(self.kind, self.client, self.model_name)
+
+    def incomplete(self) -> bool:
+        """Whether a worker's card is missing from etcd now (the topology cannot serve yet)."""
+        return bool(self.discovered.missing_cards())
 
 
 def await_served(listing: ListingWatch, serving: Serving, deadline: Deadline) -> list[Violation]:
@@ -167,7 +182,7 @@ def await_served(listing: ListingWatch, serving: Serving, deadline: Deadline) ->
                 f"model '{serving.model_name}' never appeared in GET /v1/models within "
                 f"{deadline.seconds:.0f} s of every worker registering; a "
                 f"{probe.kind} request got {probe.status}: {probe.body[:300]}\n"
-                f"{serving.keys_summary()}",
+                f"{serving.discovered.keys_summary()}",
             )
         ]
     probes, early = probe_until_served(serving, deadline)
@@ -189,7 +204,7 @@ def await_served(listing: ListingWatch, serving: Serving, deadline: Deadline) ->
 
 
 def _answered(serving: Serving, reply: Reply | None) -> tuple[float, ...]:
-    stamp = serving.answered_at(reply.request_id) if reply is not None else None
+    stamp = serving.client.answered_at(reply.request_id) if reply is not None else None
     return () if stamp is None else (stamp,)
 
 

@@ -98,7 +98,7 @@ def assemble(
         spawner=spawner,
     )
     stack.callback(session.stops.drain)
-    stack.callback(session.prestarts.release, session.stops)  # before the drain: stopped too
+    stack.callback(session.prestarts.release)  # before the drain: stopped too
     return session
 
 

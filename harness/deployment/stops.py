@@ -1,11 +1,11 @@
-"""Deployments stop in the background, so the next test starts while the last one's workers
-finish Dynamo's graceful shutdown (~5.4 s each, mostly its 5 s grace period). Deployments
-share nothing that a stop touches: each has its own namespace, model name, ports and
-processes. The session waits for every stop before it ends, and hurries them first: a stop
-still waiting then SIGKILLs its process group a short wait after its SIGTERM
-(discovery_harness.processes.managed.HURRIED_GRACE_S), since what is left is Dynamo's grace
-(or a multinode follower that never exits on SIGTERM) and the infra goes next. The process
-table's cleanup handlers still cover Ctrl-C and interpreter exit."""
+"""Deployments' processes stop in the background (Deployment.stop_in_background), so the
+next test starts while the last one's workers finish Dynamo's graceful shutdown (~5.4 s each,
+mostly its 5 s grace period). Deployments share nothing that a stop touches: each has its own
+namespace, model name, ports and processes. The session waits for every stop before it ends,
+and hurries them first: a stop still waiting then SIGKILLs its process group a short wait
+after its SIGTERM (discovery_harness.processes.managed.HURRIED_GRACE_S), since what is left is
+Dynamo's grace (or a multinode follower that never exits on SIGTERM) and the infra goes next.
+The process table's cleanup handlers still cover Ctrl-C and interpreter exit."""
 
 from __future__ import annotations
 

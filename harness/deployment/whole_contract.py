@@ -29,20 +29,20 @@ READINESS, CANARY, LORA, BAD_INPUT_PART = "readiness", "canary", "lora", "bad_in
 def prove(deployment: Deployment) -> None:
     """Send its bad inputs, run the topology's runtime cycle, then wait for every canary its
     workers owe."""
-    topology = deployment.topology
+    topology = deployment.plan.topology
     if deployment.client.ready:  # else its model is known never to be listed: nothing to ask
         bad_input.prove(deployment)
         if LORA_ASSET in topology.assets:
             lora.runtime_cycle(deployment)
     if topology.health_judged:
-        await_canaries(deployment.workers, deployment.canary_waited)
+        await_canaries(deployment.processes.workers, deployment.canary_waited)
 
 
 def judged(deployment: Deployment) -> dict[str, bool]:
     """Which parts its verdict judged: readiness where its era runs the settings, the canary
     there once it was ready, the LoRA cycle and bad input where their requests went out."""
     purposes = {r.purpose for r in deployment.replies}
-    health = deployment.topology.health_judged
+    health = deployment.plan.topology.health_judged
     return {
         READINESS: health,
         CANARY: health and deployment.client.ready,

@@ -102,7 +102,7 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
                     failures.append(failure)
                 _record(request, deployment)
             finally:
-                session.stops.submit(deployment.namespace, deployment.stop)
+                deployment.stop_in_background()
     if failures:
         raise ContractFailures.of(failures)
 
@@ -139,7 +139,7 @@ def _verdict_at_teardown(deployment: Deployment) -> ContractFailure | None:
     unseen = not deployment.judged
     verdict = deployment.verdict()
     if unseen and verdict.violations:
-        return ContractFailure(deployment.topology.name, list(verdict.violations))
+        return ContractFailure(deployment.plan.topology.name, list(verdict.violations))
     return None
 
 
@@ -159,7 +159,7 @@ def _record(request: pytest.FixtureRequest, deployment: Deployment) -> None:
 def _probe(deployment: Deployment) -> None:
     """After a failed readiness, what clients would get: each of the topology's requests,
     once, answers recorded (a 200 here beside a worker with no card is the #4486 shape)."""
-    for kind in deployment.topology.requests:
+    for kind in deployment.plan.topology.requests:
         try:
             deployment.send(kind)
         except Exception as error:  # a refused connection is an answer too, for the history
@@ -221,7 +221,7 @@ def _record_timeline(request: pytest.FixtureRequest, deployment: Deployment) -> 
     properties = request.node.user_properties
     for row in deployment.timeline():
         # the topology first (the terminal's timeline names rows by it), then the row
-        properties.append((TIMELINE_ROW, f"{deployment.topology.name} {row.row()}"))
+        properties.append((TIMELINE_ROW, f"{deployment.plan.topology.name} {row.row()}"))
         for step, offset in row.offsets().items():
             properties.append((f"timeline.{row.role}.{step}_s", offset))
     for violation, reason in deployment.known_seen:  # whole here; the terminal cuts it

@@ -39,7 +39,7 @@ class DeployedTopology:
     @property
     def model(self) -> str:
         """The served model name requests must use."""
-        return self.deployment.model_name
+        return self.deployment.plan.model_name
 
     def send(self, kind: str) -> Reply:
         """One of the topology's request kinds (chat, completion, ...), judged as the

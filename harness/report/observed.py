@@ -54,7 +54,7 @@ def from_deployment(deployment: Deployment, test: str | None = None) -> Deployme
     verdict_at = deployment.verdict_at
     marks = {row.role: row for row in deployment.timeline()}
     workers = []
-    for worker in deployment.workers:
+    for worker in deployment.processes.workers:
         records = deployment.records(state, worker)
         row = marks[worker.role]
         events = [Mark(row.started, "process-start", f"pid {worker.pid}")]
@@ -102,11 +102,11 @@ def from_deployment(deployment: Deployment, test: str | None = None) -> Deployme
         frontend.append(Mark(verdict_at, "violation", ", ".join(sorted({v.kind for v in unnamed}))))
     verdict = Verdict(tuple(found), tuple(deployment.known_seen)).outcome
     return DeploymentEntry(
-        name=test or deployment.namespace,
+        name=test or deployment.plan.namespace,
         test=test,
-        topology=deployment.topology.name,
-        namespace=deployment.namespace,
-        model=deployment.model_name,
+        topology=deployment.plan.topology.name,
+        namespace=deployment.plan.namespace,
+        model=deployment.plan.model_name,
         verdict=verdict,
         started_at=min((w.events[0].at for w in workers), default=None),
         workers=workers,

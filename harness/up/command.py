@@ -123,20 +123,20 @@ def _announce(deployment: Deployment, verdict: str, env_file: str | None) -> Non
     session = deployment.session
     frontend = deployment.client.base_url
     lines = [
-        f"harness up: {deployment.topology.name} is up ({verdict})",
+        f"harness up: {deployment.plan.topology.name} is up ({verdict})",
         f"  frontend   {frontend}",
         f"  etcd       {session.endpoints.etcd}",
         f"  nats       {session.endpoints.nats}",
-        f"  namespace  {deployment.namespace}",
-        f"  model      {deployment.model_name}",
+        f"  namespace  {deployment.plan.namespace}",
+        f"  model      {deployment.plan.model_name}",
         *(
             f"  worker     {w.role:<16} pid {w.pid:<8} log {w.proc.log_path}"
             f"\n             /health {_system_url(w)}/health"
-            for w in deployment.workers
+            for w in deployment.processes.workers
         ),
         f"  audit it:  python -m discovery_harness audit --etcd {session.endpoints.etcd} "
-        f"--frontend {frontend} --namespace {deployment.namespace}"
-        + "".join(f" --worker-health {_system_url(w)}" for w in deployment.workers),
+        f"--frontend {frontend} --namespace {deployment.plan.namespace}"
+        + "".join(f" --worker-health {_system_url(w)}" for w in deployment.processes.workers),
         "  Ctrl-C (or SIGTERM) stops everything",
     ]
     if env_file:
@@ -144,8 +144,8 @@ def _announce(deployment: Deployment, verdict: str, env_file: str | None) -> Non
             "ETCD_ENDPOINTS": session.endpoints.etcd,
             "NATS_SERVER": session.endpoints.nats,
             "FRONTEND_URL": frontend,
-            "NAMESPACE": deployment.namespace,
-            "MODEL": deployment.model_name,
+            "NAMESPACE": deployment.plan.namespace,
+            "MODEL": deployment.plan.model_name,
             "HARNESS_VERDICT": verdict,
         }
         partial = Path(f"{env_file}.partial")
