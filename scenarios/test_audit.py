@@ -379,6 +379,7 @@ def test_a_late_card_within_the_grace_is_conformant(deployed, capsys, tmp_path):
 
 
 @pytest.mark.nightly
+@pytest.mark.long  # the file backend: the transport matrix and the missing-card self-test
 @pytest.mark.timeout(400)
 def test_the_file_backend_is_audited_through_its_store(deployed, capsys, tmp_path):
     # Fresh processes: the worker template read DYN_DISCOVERY_BACKEND=etcd at import.

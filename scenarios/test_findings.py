@@ -27,6 +27,7 @@ _GATEWAY_PINNED = dataclasses.replace(
     "child publishes its model card, then fails to bind ('Address already in use'), leaving "
     "a card without an instance, and the leader exits ('gateway child ... exited')",
 )
+@pytest.mark.long  # ~30 s of an expected failure; the gateway itself: test_topologies
 @pytest.mark.parametrize("topology", [topology_param(_GATEWAY_PINNED)])
 def test_gateway_with_a_pinned_request_plane_port_registers_every_child(topology, deploy):
     deployment = deploy(topology)

@@ -44,6 +44,7 @@ def test_workers_serve_again_after_a_restart_of(
     "with code 0 instead of registering again: its keys are gone and the model answers 404 "
     "until something restarts the worker",
 )
+@pytest.mark.long  # ~50 s of an expected failure: etcd paused past the lease TTL
 @pytest.mark.parametrize("topology", [topology_param(AGGREGATED)])
 def test_a_lease_lost_while_etcd_was_unreachable_is_registered_again(
     topology, isolated_deploy, isolated_infra, record_property

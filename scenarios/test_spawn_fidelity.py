@@ -9,6 +9,7 @@ import os
 import psutil
 import pytest
 
+from discovery_harness.deployment import whole_contract
 from discovery_harness.deployment.fingerprint import (
     answer_fingerprint,
     differences,
@@ -16,7 +17,8 @@ from discovery_harness.deployment.fingerprint import (
 )
 from discovery_harness.plugin import topology_param
 from discovery_harness.runtime.spawn import FRESH, ZYGOTE
-from discovery_harness_scenarios.catalogue import AGGREGATED, MM_ENCODE_PD
+from discovery_harness.serving.shapes import selected
+from discovery_harness_scenarios.catalogue import AGGREGATED, CATALOGUE, MM_ENCODE_PD
 
 # Nightly: each fresh worker imports the whole stack (~9 s of CPU), kept out of the README's run.
 pytestmark = [pytest.mark.e2e, pytest.mark.sglang, pytest.mark.nightly, pytest.mark.gpu_0]
@@ -51,3 +53,22 @@ def test_forked_workers_register_and_answer_like_fresh_ones(topology, deploy, wo
         deployment.verify()
     assert seen[FRESH]["etcd"], "nothing registered"
     assert differences(seen[FRESH], seen[ZYGOTE]) == []
+
+
+@pytest.mark.multimodal
+@pytest.mark.parametrize(
+    "topology",
+    [
+        topology_param(t)
+        for t in CATALOGUE
+        if "multimodal" in t.marks and t.name != MM_ENCODE_PD.name  # compared above, fresh too
+    ],
+)
+def test_each_multimodal_topology_passes_whole_from_fresh_workers(topology, deploy):
+    """The plain start path of every multimodal mode (no template), its whole contract:
+    the rest of the suite forks its workers."""
+    deployment = deploy(topology, spawn=FRESH)
+    for shape in selected(topology.requests, topology.shapes):
+        deployment.send(shape.kind, shape=shape.name)
+    whole_contract.prove(deployment)
+    deployment.verify()

@@ -32,12 +32,16 @@ def test_layout_start_order_registers_and_serves(topology, deploy):
 
 
 def _orders() -> list[object]:
-    """Both orders of P/D and E+PD on every change; the six of E+P+D nightly."""
+    """Both orders of P/D and E+PD's PD-first on every change; the encoder first (it waits
+    for its PD worker: the next starts only after the card grace, ~5 s) and the six of E+P+D
+    nightly."""
     cases = []
     for topology, extra in ((DISAGGREGATED, ()), (MM_ENCODE_PD, ()), (MM_ENCODE_P_D, ("nightly",))):
         roles = [w.role for w in topology.workers]
         for order in itertools.permutations(roles):
-            marks = [getattr(pytest.mark, m) for m in extra]
+            encoder_first = topology.name == MM_ENCODE_PD.name and order[0] == "mm-encoder"
+            schedule = (*extra, "nightly") if encoder_first else extra
+            marks = [getattr(pytest.mark, m) for m in schedule]
             param = topology_param(topology, *marks)
             cases.append(
                 pytest.param(

@@ -351,7 +351,7 @@ def _deploy_tree(tree: Path, topology: str, reports: Path, *extra: str) -> tuple
     "spawn",
     [
         pytest.param("zygote", marks=pytest.mark.nightly),
-        pytest.param("fresh", marks=pytest.mark.nightly),
+        pytest.param("fresh", marks=[pytest.mark.nightly, pytest.mark.long]),
     ],
 )
 def test_the_checkouts_code_is_what_runs_a_worker_that_skips_registration_there_fails(
@@ -374,6 +374,7 @@ def test_the_checkouts_code_is_what_runs_a_worker_that_skips_registration_there_
 
 @pytest.mark.e2e
 @pytest.mark.nightly
+@pytest.mark.long  # the checkout's skipped registration: the zygote case above; #4486: history
 @pytest.mark.multimodal
 @pytest.mark.timeout(600)
 def test_4486_in_a_checkout_fails_never_registered_and_the_clean_tree_is_conformant(
@@ -414,6 +415,7 @@ def test_a_keyword_the_runtime_rejects_at_registration_is_a_misfit_not_never_reg
 
 @pytest.mark.e2e
 @pytest.mark.nightly
+@pytest.mark.long  # ~240 s; the bisect's rules: the tests above, its oracle: the checkout tests
 @pytest.mark.multimodal
 @pytest.mark.timeout(1800)
 def test_bisect_of_a_generated_history_names_the_breaking_commit(tmp_path: Path):

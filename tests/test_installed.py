@@ -114,6 +114,7 @@ def test_the_import_names_collide_with_nothing_in_the_stack():
 
 
 @pytest.mark.nightly
+@pytest.mark.long  # the wheel's commands and scenarios: the installed-wheel tests above
 @pytest.mark.e2e
 def test_the_conformance_matrix_passes_from_the_wheel(installed):
     """`python -m discovery_harness conformance --infra process` outside the checkout."""

@@ -80,7 +80,8 @@ def test_log_milestones_are_read_incrementally(tmp_path):
 
 
 @pytest.mark.e2e
-@pytest.mark.nightly  # a whole inner session with a fresh worker: ~16 s
+@pytest.mark.nightly  # a whole inner session under xdist with a fresh worker: ~30 s
+@pytest.mark.long  # the progress lines themselves: the unit tests above
 @pytest.mark.timeout(240)
 def test_progress_reaches_the_terminal_from_an_xdist_worker_under_q():
     """A real start, run as a user would: -q, one xdist worker, progress switched on."""

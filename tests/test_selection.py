@@ -59,12 +59,14 @@ def test_multimodal_over_the_whole_checkout_is_the_scenarios_and_no_self_test(_c
     assert mm_encode_pd in multimodal
     assert all(node.startswith("scenarios/") for node in multimodal), multimodal
     assert not set(multimodal) & set(_collected("-m", "selftest"))
-    # CI's second run (`-m "nightly or selftest"`) still takes the nightly tests of tests/
-    ci_second_run = _collected("-m", "nightly or selftest", where=everywhere)
+    # CI's second run takes the nightly tests of tests/, but the long ones; -m long takes those
+    ci_second_run = _collected("-m", "(nightly or selftest) and not long", where=everywhere)
     bisect = (
         "tests/test_dynamo_src.py::test_bisect_of_a_generated_history_names_the_breaking_commit"
     )
-    assert bisect in ci_second_run
+    history = "tests/test_releases.py::test_the_history_finds_4486_on_the_release_that_shipped_it"
+    assert history in ci_second_run and bisect not in ci_second_run
+    assert bisect in _collected("-m", "long", where=everywhere)
 
 
 def test_an_expressions_marker_names_are_its_words_but_the_operators():

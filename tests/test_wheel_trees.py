@@ -33,7 +33,9 @@ def _verdicts(report_dir: Path) -> dict[str, tuple[bool, frozenset[tuple[str, st
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("release", ["0.8.0", dynamo_env.own().version])
+@pytest.mark.parametrize(
+    "release", [pytest.param("0.8.0", marks=pytest.mark.long), dynamo_env.own().version]
+)
 def test_a_released_wheels_tree_gives_the_releases_own_verdicts(release: str, tmp_path: Path):
     own = release == dynamo_env.own().version
     env = None if own else DEFAULT_ENVS / f"dynamo-{release}"

@@ -58,7 +58,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     an -m that asks for pre_merge without naming nightly (schedules as Dynamo's suite has them:
     an item is nightly or pre_merge, so `-m "pre_merge and gpu_0"` is the CPU tier's per-change
     set). The harness's tests of itself (marker `harness_tests`) join an -m selection only
-    when it names them (`selftest`, `nightly`, `unit`, `process`, `harness_tests`):
+    when it names them (`selftest`, `nightly`, `long`, `unit`, `process`, `harness_tests`):
     `-m multimodal` is the multimodal scenarios, nothing of the harness's own. On the GPU
     tier, layouts that need more GPUs than this run's share are skipped, and so are CPU-tier
     tests (self-tests: their faults live in the CPU launcher)."""
@@ -91,7 +91,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 HARNESS_TESTS = "harness_tests"  # the harness's tests of itself (the checkout's tests/)
 # An -m naming one of these lets the harness's own tests in (where the expression selects them).
-NAMES_HARNESS_TESTS = frozenset({"selftest", "nightly", "unit", "process", HARNESS_TESTS})
+NAMES_HARNESS_TESTS = frozenset({"selftest", "nightly", "long", "unit", "process", HARNESS_TESTS})
 
 
 def marker_names(expression: str) -> set[str]:

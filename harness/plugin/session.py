@@ -48,11 +48,13 @@ MARKERS = {
     },
     "pre_merge": "runs on every change",
     "nightly": "the long matrix; skipped unless selected with -m",
+    "long": "a nightly item of over ~25 s whose check a cheaper item CI keeps also makes: "
+    "left out of .ci/run's 15 minutes, run by the scheduled CPU workflow and with -m long",
     "selftest": "fault-injection self-tests of the harness's own checks",
     "prestart": "the test calls deploy(scenario) once, with no options: the harness may start "
     "that deployment while earlier tests run (CPU tier, one process)",
     "harness_tests": "the harness's tests of itself (its checkout's tests/): in an -m "
-    "selection only when it names selftest, nightly, unit, process or harness_tests",
+    "selection only when it names selftest, nightly, long, unit, process or harness_tests",
     "cuda_rehearsal": "the CPU tier in a container holding the runtime image's CUDA stack (11 "
     "GB, minutes); only when -m names it",
 }
