@@ -17,7 +17,7 @@ from discovery_harness.deployment.diagnosis import log_evidence
 from discovery_harness.deployment.worker import Worker
 from discovery_harness.judge import canary
 from discovery_harness.judge.canary import CanaryLog, CanaryPayload
-from discovery_harness.model.violations import Violation
+from discovery_harness.model.violations import READY_BEFORE_CARD, Violation
 from discovery_harness.processes.managed import without_colours
 from discovery_harness.runtime import dynamo_env
 from discovery_harness.runtime.launch import CANARY_WAIT_S
@@ -77,6 +77,22 @@ def violations(workers: Sequence[Worker], waited: Mapping[str, str]) -> list[Vio
         if log.failures or (must_run is not None and log.succeeded == 0):
             found += canary.judge(worker, payload, log, log_evidence(worker), must_run)
     return found
+
+
+def beside_unready(
+    workers: Sequence[Worker],
+    unready: Sequence[Violation],
+    waited: dict[str, str],
+    deadline: Deadline | None = None,
+) -> list[Violation]:
+    """The canaries' part in a readiness verdict on /health, named beside it as the cause.
+    A canary its handler refused keeps /health at 503. An endpoint served without its payload
+    is ready at serve time, before its card (1.6.1): a worker ready before its card is given
+    the time for a canary to come back, and one that never does is named (whichever of the
+    two the race showed first, the same finding)."""
+    early = {v.role for v in unready if v.kind == READY_BEFORE_CARD}
+    await_canaries([w for w in workers if w.role in early], waited, deadline)
+    return violations(workers, waited)
 
 
 def waited_for(seconds: float) -> str:

@@ -211,9 +211,10 @@ class Deployment(DeploymentQueries):
             deadline = Deadline(settings.card_grace)
             health_verdict.await_ready(self.health, self.processes.workers, deadline, anyway)
             unready = self._health(health_verdict.AT_READINESS)
-            # A canary its handler refused keeps /health at 503: named beside, as the cause.
             violations += unready + (
-                canary.violations(self.processes.workers, {}) if unready else []
+                canary.beside_unready(self.processes.workers, unready, self.canary_waited)
+                if unready
+                else []
             )
         found_exits = {v.role for v in violations if v.kind in (WORKER_EXITED, MISFIT)}
         state = self.observer.state()

@@ -3,8 +3,8 @@ observer, the worker template, the session's frontend, and the Session over them
 
 Each part starts one thing and puts its stop on the caller's ExitStack, so parts stop in
 reverse order whatever ended the block. The pytest fixtures take the parts one by one (each is
-a fixture of its own); `standalone_session` takes them all at once for `up`, the benchmark and
-anything else outside pytest.
+a fixture of its own); `standalone_session` takes them all at once for `up`, the benchmark, a
+test module's isolated infra and anything else that needs a session of its own.
 """
 
 from __future__ import annotations

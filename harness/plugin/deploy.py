@@ -3,12 +3,10 @@ start a topology, wait until it is ready, give every deployment a verdict and st
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -179,33 +177,15 @@ class IsolatedInfra:
 
 @pytest.fixture(scope="module")
 def isolated_infra(
-    harness_settings: Settings,
-    models: ModelSource,
-    tmp_path_factory: pytest.TempPathFactory,
-    harness_scratch: Path,
+    harness_settings: Settings, models: ModelSource, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[IsolatedInfra]:
     if not harness_settings.tier.fault_injection:
         pytest.skip("infra disruptions run on the CPU tier (local etcd and nats-server)")
     workdir = tmp_path_factory.mktemp("isolated")
     provider = LocalProcessProvider()
     settings = dataclasses.replace(harness_settings, spawn=spawn.FRESH)
-    with contextlib.ExitStack() as stack:
-        endpoints = setup.start_infra(stack, provider, workdir)
-        observer = setup.start_observer(stack, endpoints)
-        frontend = setup.start_session_frontend(
-            stack, endpoints, workdir, harness_scratch, settings
-        )
-        session = setup.assemble(
-            stack,
-            endpoints=endpoints,
-            frontend=frontend,
-            observer=observer,
-            models=models.path_for,
-            workdir=workdir,
-            settings=settings,
-            scratch=harness_scratch,
-        )
-        yield IsolatedInfra(provider, endpoints, session)
+    with setup.standalone_session(provider, settings, workdir, models.path_for) as session:
+        yield IsolatedInfra(provider, session.endpoints, session)
 
 
 @pytest.fixture
