@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import httpx
 
 from discovery_harness.audit.observe import Unreachable
+from discovery_harness.common.tls import shared_context
 from discovery_harness.judge.discovered import AuditedDeployment, FrontendView
 from discovery_harness.serving.http_client import RecordingClient
 from discovery_harness.serving.listing import listed_ids
@@ -27,7 +28,7 @@ KIND_OF_TYPE = {
 
 def read_frontend(url: str, deployments: Sequence[AuditedDeployment], probe: bool) -> FrontendView:
     try:
-        with httpx.Client(base_url=url, timeout=10.0) as client:
+        with httpx.Client(base_url=url, timeout=10.0, verify=shared_context()) as client:
             listed = listed_ids(client.get("/v1/models").json())
             ready = {}
             # Every model discovery holds, listed or not: /ready must agree with etcd on both.

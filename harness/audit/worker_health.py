@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import httpx
 
 from discovery_harness.common.deadline import Deadline
+from discovery_harness.common.tls import shared_context
 from discovery_harness.model.violations import NEVER_READY, Violation
 
 POLL_S = 0.2
@@ -50,7 +51,7 @@ def read(url: str, grace_s: float) -> WorkerReading:
     started = time.monotonic()
     code: int | None = None
     body = ""
-    with httpx.Client(timeout=1.0, trust_env=False) as client:
+    with httpx.Client(timeout=1.0, trust_env=False, verify=shared_context()) as client:
         while True:
             try:
                 answer = client.get(f"{base}/health")

@@ -11,6 +11,7 @@ from typing import Protocol
 import httpx
 
 from discovery_harness.common.deadline import Deadline
+from discovery_harness.common.tls import shared_context
 from discovery_harness.serving.listing import listed_ids
 
 
@@ -41,7 +42,7 @@ class ListingWatch:
         self._thread.start()
 
     def _run(self) -> None:
-        with httpx.Client(base_url=self.base_url, timeout=2.0) as client:
+        with httpx.Client(base_url=self.base_url, timeout=2.0, verify=shared_context()) as client:
             while not self._stop.is_set():
                 if self.listed(client):
                     self.missing_when_listed = self.cards.missing_cards()
@@ -77,7 +78,7 @@ class ListingWatch:
 def await_listing(base_url: str, model_name: str, listed: bool, deadline: Deadline) -> float | None:
     """When (monotonic) the model's presence in GET /v1/models became `listed`; None if not
     by the deadline. A bounded poll: the frontend has no event for its listings."""
-    with httpx.Client(base_url=base_url, timeout=2.0) as client:
+    with httpx.Client(base_url=base_url, timeout=2.0, verify=shared_context()) as client:
         while True:
             try:
                 present = model_name in listed_ids(client.get("/v1/models").json())

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from discovery_harness.common.deadline import Deadline
+from discovery_harness.common.tls import shared_context
 from discovery_harness.deployment.core import Deployment
 from discovery_harness.deployment.fingerprint import differences, discovery_fingerprint
 from discovery_harness.deployment.worker import Worker
@@ -65,7 +66,7 @@ def load(system_port: int, role: str, name: str, adapter: Path) -> LoraAnswer:
     payload = {"lora_name": name, "source": {"uri": adapter.resolve().as_uri()}}
     url = f"http://127.0.0.1:{system_port}/v1/loras"
     sent_at = time.time()
-    response = httpx.post(url, json=payload, timeout=LORA_TIMEOUT_S)
+    response = httpx.post(url, json=payload, timeout=LORA_TIMEOUT_S, verify=shared_context())
     status, body = response.status_code, response.text
     return LoraAnswer(role, f"load_lora {name}", status, body, sent_at, time.time())
 

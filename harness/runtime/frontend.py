@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 
 from discovery_harness.common.deadline import Deadline
+from discovery_harness.common.tls import shared_context
 from discovery_harness.processes import ports
 from discovery_harness.processes.infra import Endpoints
 from discovery_harness.processes.loopback import LOOPBACK, ProcessPorts, inherited_env, loopback_env
@@ -45,7 +46,9 @@ class Frontend:
 
 def _live(base_url: str) -> bool:
     with contextlib.suppress(httpx.HTTPError):
-        return httpx.get(f"{base_url}/live", timeout=1.0).status_code == 200
+        return (
+            httpx.get(f"{base_url}/live", timeout=1.0, verify=shared_context()).status_code == 200
+        )
     return False
 
 

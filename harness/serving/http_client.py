@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 
+from discovery_harness.common.tls import shared_context
+
 
 @dataclass(frozen=True)
 class Exchange:
@@ -57,7 +59,7 @@ class RecordingClient:
     """httpx with retries off; `exchanges` holds every request's outcome."""
 
     def __init__(self, base_url: str, timeout: float = 120.0) -> None:
-        transport = httpx.HTTPTransport(retries=0)
+        transport = httpx.HTTPTransport(retries=0, verify=shared_context())
         self._client = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
         self.base_url = base_url
         self.exchanges: list[Exchange] = []

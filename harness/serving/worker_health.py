@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from discovery_harness.common.deadline import Deadline
+from discovery_harness.common.tls import shared_context
 from discovery_harness.serving.media_server import LOOPBACK
 
 POLL_S = 0.05  # between two reads of a worker whose /health changed lately
@@ -208,7 +209,9 @@ class HealthWatch:
             return watched.frozen() if watched is not None else None
 
     def _run(self) -> None:
-        with httpx.Client(timeout=REQUEST_TIMEOUT_S, trust_env=False) as client:
+        with httpx.Client(
+            timeout=REQUEST_TIMEOUT_S, trust_env=False, verify=shared_context()
+        ) as client:
             while not self._stop.is_set():
                 with self._lock:
                     current = [w for w in self._watched.values() if w.stopping_at is None]

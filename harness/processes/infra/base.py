@@ -10,6 +10,8 @@ from typing import Protocol
 
 import httpx
 
+from discovery_harness.common.tls import shared_context
+
 
 class InfraUnavailable(RuntimeError):
     """This provider cannot run here; the message says what to install or set."""
@@ -36,7 +38,7 @@ class Provider(Protocol):
 def etcd_healthy(url: str) -> bool:
     """etcd answers /health with {"health": "true"} once it can serve reads and writes."""
     with contextlib.suppress(httpx.HTTPError, ValueError):
-        reply = httpx.get(f"{url}/health", timeout=1.0)
+        reply = httpx.get(f"{url}/health", timeout=1.0, verify=shared_context())
         return reply.status_code == 200 and reply.json().get("health") == "true"
     return False
 
