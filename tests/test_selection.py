@@ -66,7 +66,10 @@ def test_multimodal_over_the_whole_checkout_is_the_scenarios_and_no_self_test(_c
     )
     history = "tests/test_releases.py::test_the_history_finds_4486_on_the_release_that_shipped_it"
     assert history in ci_second_run and bisect not in ci_second_run
-    assert bisect in _collected("-m", "long", where=everywhere)
+    gateway_case = "scenarios/test_selftests.py::test_skipped_registration_is_caught_and_names_the_role[gateway-gateway]"  # noqa: E501
+    long = _collected("-m", "long", where=everywhere)
+    assert bisect in long and gateway_case in long  # a long self-test comes with `long` too
+    assert gateway_case not in ci_second_run
 
 
 def test_an_expressions_marker_names_are_its_words_but_the_operators():

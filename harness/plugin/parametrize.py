@@ -53,9 +53,10 @@ def parametrize_scenarios(metafunc: pytest.Metafunc, topologies: tuple[Topology,
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Of the harness's own items (plugin.scope): self-tests run only when -m names them (or,
-    for pre_merge ones, with no -m at all); nightly items only when -m is given, and not for
-    an -m that asks for pre_merge without naming nightly (schedules as Dynamo's suite has them:
+    """Of the harness's own items (plugin.scope): self-tests run only when -m names them
+    (`selftest`, or `long` for the long ones; the pre_merge ones also with no -m at all);
+    nightly items only when -m is given, and not for an -m that asks for pre_merge without
+    naming nightly (schedules as Dynamo's suite has them:
     an item is nightly or pre_merge, so `-m "pre_merge and gpu_0"` is the CPU tier's per-change
     set). The harness's tests of itself (marker `harness_tests`) join an -m selection only
     when it names them (`selftest`, `nightly`, `long`, `unit`, `process`, `harness_tests`):
@@ -75,7 +76,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         nightly = item.get_closest_marker("nightly") is not None
         harness_test = item.get_closest_marker(HARNESS_TESTS) is not None
         if (
-            (expression and is_selftest and "selftest" not in named)
+            (expression and is_selftest and not named & {"selftest", "long"})
             or (expression and harness_test and not named & NAMES_HARNESS_TESTS)
             or (not expression and nightly)
             or (per_change and nightly)
@@ -130,6 +131,8 @@ def role_param(topology: Topology, role: str, representative: bool) -> object:
     the representative cases, else nightly."""
     schedule = pytest.mark.pre_merge if representative else pytest.mark.nightly
     marks = _cpu_marks(topology, schedule, pytest.mark.timeout(240))
+    if topology.cpu_nightly:  # ~20 s a case (the gateway's fresh children): the check is
+        marks.append(pytest.mark.long)  # made on every other role, the topology nightly
     return pytest.param(topology, role, id=f"{topology.name}-{role}", marks=marks)
 
 

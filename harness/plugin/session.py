@@ -48,7 +48,7 @@ MARKERS = {
     },
     "pre_merge": "runs on every change",
     "nightly": "the long matrix; skipped unless selected with -m",
-    "long": "a nightly item of over ~25 s whose check a cheaper item CI keeps also makes: "
+    "long": "a nightly item of over ~20 s whose check a cheaper item CI keeps also makes: "
     "left out of .ci/run's 15 minutes, run by the scheduled CPU workflow and with -m long",
     "selftest": "fault-injection self-tests of the harness's own checks",
     "prestart": "the test calls deploy(scenario) once, with no options: the harness may start "
