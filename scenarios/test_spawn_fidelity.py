@@ -70,5 +70,6 @@ def test_each_multimodal_topology_passes_whole_from_fresh_workers(topology, depl
     deployment = deploy(topology, spawn=FRESH)
     for shape in selected(topology.requests, topology.shapes):
         deployment.send(shape.kind, shape=shape.name)
+    assert deployment.advertised_addresses() == deployment.loopback_addresses()
     whole_contract.prove(deployment)
     deployment.verify()

@@ -141,6 +141,7 @@ def console_errors(stderr: str) -> list[str]:
 
 
 @pytest.mark.process
+@pytest.mark.nightly  # beside the browser test it proves (.ci/run installs chromium meanwhile)
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium (bash ci/browser.sh installs it)")
 def test_the_console_error_scan_sees_an_error(tmp_path):
     page = tmp_path / "bad.html"

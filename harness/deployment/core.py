@@ -365,9 +365,12 @@ class Deployment(DeploymentQueries):
     def stop_in_background(self) -> None:
         """Stop what watches it now (quick), and hand its processes (Dynamo's graceful
         shutdown takes seconds) to the session's background stops, which the session drains
-        before it ends (discovery_harness.deployment.stops)."""
-        self._stop_watching()
-        self.session.stops.submit(self.plan.namespace, self.processes.stop)
+        before it ends (discovery_harness.deployment.stops); handed over whatever the
+        quick part raised."""
+        try:
+            self._stop_watching()
+        finally:
+            self.session.stops.submit(self.plan.namespace, self.processes.stop)
 
     def _stop_watching(self) -> None:
         """Its progress lines, health and listing watches, own observer and client: what

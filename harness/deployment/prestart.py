@@ -11,6 +11,7 @@ the session's end like any other.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Generic, Protocol, TypeVar
 
@@ -65,5 +66,6 @@ class Prestarts(Generic[D]):
         """Stop every deployment no test took (the session ends, or the selection changed):
         in the background, as a test's deployment is."""
         waiting, self._waiting = self._waiting, {}
-        for deployment in waiting.values():
-            deployment.stop_in_background()
+        with contextlib.ExitStack() as each:  # every one stopped, whichever of them raised
+            for deployment in waiting.values():
+                each.callback(deployment.stop_in_background)

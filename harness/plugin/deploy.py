@@ -3,6 +3,7 @@ start a topology, wait until it is ready, give every deployment a verdict and st
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable, Iterator
@@ -93,14 +94,14 @@ def _deployer(session: Session, request: pytest.FixtureRequest) -> Iterator[Depl
     try:
         yield _Deploy(_deploy)
     finally:
-        for deployment in started:
-            try:
+        with contextlib.ExitStack() as stops:  # every one stopped, whatever raised
+            for deployment in started:
+                stops.callback(deployment.stop_in_background)
+            for deployment in started:
                 failure = _verdict_at_teardown(deployment)
                 if failure is not None:
                     failures.append(failure)
                 _record(request, deployment)
-            finally:
-                deployment.stop_in_background()
     if failures:
         raise ContractFailures.of(failures)
 
