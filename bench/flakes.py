@@ -6,11 +6,11 @@
 Each run is a whole pytest session (its own etcd, NATS, frontend and worker template), so a
 failure that depends on start-up order or timing has N chances to show. The named suites are
 the ones the no-false-alarm budget is held to: `canary-matrix`, the topology matrix (each
-verdict proving every worker's canary) with the nightly ones as CI runs them, and `readme`,
-the README's test command, both under `-n 2`. Prints one line per run and a summary per
-suite: passes, failures, each failed test with the violation kinds it raised and the first
-lines of its message; the JUnit files of failed runs are kept (their folder is printed) so
-each failure can be traced to its cause. `--write` puts the figures in bench/RESULTS.md
+verdict proving every worker's canary) with the nightly ones as CI runs them (under `-n 2`),
+and `readme`, the README's test command as the README gives it. Prints one line per run and a
+summary per suite: passes, failures, each failed test with the violation kinds it raised and
+the first lines of its message; the JUnit files of failed runs are kept (their folder is
+printed) so each failure can be traced to its cause. `--write` puts the figures in bench/RESULTS.md
 (its own section).
 """
 
@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.readme_command import readme_test_args
 from bench.results import Results
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +40,7 @@ SUITES: dict[str, list[str]] = {
         "e2e or nightly",
         "scenarios/test_topologies.py",
     ],
-    "readme": ["-n", "2"],
+    "readme": readme_test_args(ROOT),
 }
 DEFAULT_SUITES = "canary-matrix:20,readme:10"
 _KIND = re.compile(r"\[([a-z0-9-]+)\] ")

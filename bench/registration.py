@@ -40,6 +40,7 @@ import psutil
 
 from bench import phases as phase_marks
 from bench.phases import Phases
+from bench.readme_command import readme_test_args
 from bench.results import RESULTS, Results
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.deployment import Deployment, Session, Settings
@@ -116,6 +117,8 @@ def detection_latency(observer: DiscoveryObserver, samples: int) -> list[float]:
     return latencies
 
 
+README_COMMAND: list[str] = []  # a suite's arguments: each checkout's README test command
+OWN_UNDER_N2 = ["-n", "2"]  # this checkout's tests as the baseline's README ran them
 SUITES = {
     "matrix": [
         ("topology matrix, fresh", ["scenarios/test_topologies.py", "--spawn", "fresh"]),
@@ -123,7 +126,7 @@ SUITES = {
     ],
     "selftest": [("every self-test (-m selftest)", ["-m", "selftest"])],
     "default": [
-        ("README test command (python -m pytest -n 2)", ["-n", "2"]),
+        ("the README's test command", README_COMMAND),
         ("the same tests in one process (no -n)", []),
     ],
     # What `conformance` runs: the topology matrix in one process, forked from the template.
@@ -131,7 +134,10 @@ SUITES = {
         ("conformance's matrix, one process, template", ["scenarios/test_topologies.py"])
     ],
     # The README's command alone: what a budget on it is measured by.
-    "readme": [("README test command (python -m pytest -n 2)", ["-n", "2"])],
+    "readme": [
+        ("the README's test command", README_COMMAND),
+        ("this checkout's tests under the baseline's -n 2", OWN_UNDER_N2),
+    ],
 }
 
 
@@ -318,13 +324,19 @@ def main() -> None:
                 if not args.fresh and "fresh" in pytest_args:
                     continue  # --no-fresh: the template's runs only
                 baseline = Path(args.baseline).resolve() if args.baseline else None
+                if pytest_args is OWN_UNDER_N2:
+                    baseline = None  # its baseline row is the README command's (-n 2 there)
                 done, before = [], []
                 for _ in range(args.suite_runs):  # alternating: both see the same machine
                     if baseline is not None:
-                        before.append(suite_wall_time(pytest_args, baseline))
-                    done.append(suite_wall_time(pytest_args))
+                        before.append(suite_wall_time(_args(pytest_args, baseline), baseline))
+                    done.append(suite_wall_time(_args(pytest_args, ROOT)))
+                label = f"{label} (`pytest {' '.join(_args(pytest_args, ROOT))}`)"
                 if baseline is not None:
-                    results.row(*_suite_row(f"{label} (baseline {baseline.name})", before))
+                    base_args = " ".join(_args(pytest_args, baseline))
+                    results.row(
+                        *_suite_row(f"{label} (baseline {baseline.name}: `{base_args}`)", before)
+                    )
                     ratio = statistics.median(r[0] for r in done) / max(
                         statistics.median(r[0] for r in before), 1e-9
                     )
@@ -336,6 +348,11 @@ def main() -> None:
 
 
 SuiteRun = tuple[float, float, str, list[tuple[float, str]]]
+
+
+def _args(pytest_args: list[str], checkout: Path) -> list[str]:
+    """A suite's pytest arguments in `checkout`: README_COMMAND is that checkout's own."""
+    return readme_test_args(checkout) if pytest_args is README_COMMAND else pytest_args
 
 
 def _suite_row(label: str, done: list[SuiteRun]) -> tuple[str, ...]:

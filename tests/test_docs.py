@@ -153,4 +153,4 @@ def test_the_readmes_fresh_machine_commands_are_the_ones_ci_runs():
     assert conformance == ".venv/bin/python -m discovery_harness conformance --infra process"
     ci_run = _ci_run_commands()
     assert setup in ci_run
-    assert tests == ".venv/bin/python -m pytest -n 2" and tests in ci_run
+    assert tests == ".venv/bin/python -m pytest -n auto" and tests in ci_run

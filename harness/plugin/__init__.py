@@ -5,7 +5,8 @@ installed, and inert until asked for (plugin.scope): then any test can ask for `
 get a topology running against real etcd, NATS, the real frontend and real dynamo.sglang
 workers. Its rooms: `scope` (which items are the harness's, and when it is asked for),
 `options` (the harness's pytest options and their checks), `session` (markers, the tier, the
-run's first lines, usage checks before anything starts), `parametrize` (scenarios per tier:
+run's first lines, usage checks before anything starts), `parallel` (how many xdist workers
+`-n auto` starts), `parametrize` (scenarios per tier:
 the API `scenarios/` imports), `fixtures` (infra, observer, models, template, session),
 `deploy` (the deploy fixtures), `foreign` (a catalogue topology for another suite's test);
 the run report is `discovery_harness.report.pytest_run`.
@@ -18,6 +19,7 @@ from typing import Any
 pytest_plugins = [
     "discovery_harness.plugin.options",
     "discovery_harness.plugin.session",
+    "discovery_harness.plugin.parallel",
     "discovery_harness.plugin.parametrize",
     "discovery_harness.plugin.fixtures",
     "discovery_harness.plugin.deploy",

@@ -1,0 +1,54 @@
+"""How many xdist workers `-n auto` starts in a run of the harness.
+
+xdist's own answer is one per CPU core. The harness's tests spend about a third of their time
+waiting on the processes they start (a worker's start, Dynamo's graceful stop, a card grace),
+so on the CPU tier one worker more than the cores keeps the cores busy: on a 2-core machine the
+README's run took 54-56 s under 3 workers against 58-61 s under 2 and 59 s under 4 (bench/
+RESULTS.md). Each xdist worker runs its own etcd, NATS, frontend and worker template, so the
+machine's free memory caps the count. On the GPU tier each worker needs a GPU of its own
+(plugin.session refuses more): one per visible GPU.
+
+Only for a run that asks for the harness (plugin.scope); another suite keeps xdist's answer,
+and so does PYTEST_XDIST_AUTO_NUM_WORKERS or `-n logical`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+import pytest
+
+from discovery_harness.plugin import options, scope
+from discovery_harness.runtime import gpus
+from discovery_harness.runtime.tier import TIERS, TierPolicy
+
+# One xdist worker's share at its peak: the test process, its template, etcd, NATS, the
+# session's frontend and a deployment's workers (measured ~1.3 GiB; kept with a margin).
+GIB_PER_WORKER = 2.0
+XDIST_OWN_COUNT = "PYTEST_XDIST_AUTO_NUM_WORKERS"
+
+
+def auto_workers(asked: TierPolicy | None, visible_gpus: int, cpus: int, free_gib: float) -> int:
+    """The number of xdist workers for `-n auto`: a GPU each where the GPU tier runs (`asked`
+    None: auto, which takes it where a GPU is visible), else the cores plus one, as many as
+    the free memory holds; at least one."""
+    on_gpus = asked.gpus if asked is not None else visible_gpus > 0
+    if on_gpus:
+        return max(1, visible_gpus)
+    by_memory = int(free_gib // GIB_PER_WORKER)
+    return max(1, min(cpus + 1, by_memory))
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if os.environ.get(XDIST_OWN_COUNT) or config.option.numprocesses == "logical":
+        return None
+    if not scope.asked_by_command_line(config, options.own_flags(config)):
+        return None
+    return auto_workers(
+        TIERS.get(str(options.value(config, "tier"))),
+        len(gpus.visible_gpus()),
+        len(os.sched_getaffinity(0)),
+        psutil.virtual_memory().available / 2**30,
+    )
