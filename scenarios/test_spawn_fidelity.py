@@ -40,7 +40,7 @@ def test_forked_workers_register_and_answer_like_fresh_ones(topology, deploy, wo
             assert os.getpgid(worker.pid) == worker.pid
             # The template's pid is known from its start (its `info` only once its imports
             # are done, which the fresh deployment does not wait for).
-            assert (process.ppid() == worker_template.proc.pid) == (spawn == ZYGOTE)
+            assert (process.ppid() == worker_template.pid) == (spawn == ZYGOTE)
             listening = {c.laddr.port for c in process.net_connections() if c.status == "LISTEN"}
             assert {worker.ports.system, worker.ports.tcp_rpc} <= listening
         state = deployment.discovery_now()

@@ -103,7 +103,7 @@ def test_the_checkouts_src_goes_first_on_every_dynamo_processs_path(monkeypatch,
     src = str(tmp_path / "components" / "src")
     env = dynamo_src.with_checkout({"PYTHONPATH": "/hook:/workers"})
     assert env["PYTHONPATH"].split(":") == [src, "/hook", "/workers"]
-    template = template_env("http://e", "nats://n", tmp_path / "hf", tmp_path / "tmp")
+    template = template_env(tmp_path / "hf", tmp_path / "tmp")
     assert template["PYTHONPATH"].split(":")[0] == src  # the template pre-imports from it
     monkeypatch.delenv(dynamo_src.ENV_VARIABLE)
     assert dynamo_src.with_checkout({"A": "1"}) == {"A": "1"}

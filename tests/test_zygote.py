@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from discovery_harness.cli.plan import PLACEHOLDER_ETCD, PLACEHOLDER_NATS, build_plan
+from discovery_harness.cli.plan import build_plan
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.model.catalogue import load
 from discovery_harness.runtime.launch import template_env
@@ -48,14 +48,46 @@ def test_no_worker_of_the_catalogue_differs_from_the_template_in_a_frozen_variab
     it: what the template read at import is the same for every worker, or re-read."""
     info = template.wait_ready(Deadline(1))
     hf_home = tmp_path / "hf"
-    base = template_env(PLACEHOLDER_ETCD, PLACEHOLDER_NATS, hf_home, tmp_path / "t")
+    base = template_env(hf_home, tmp_path / "t")
     commands = build_plan(load(), CPU, workdir=tmp_path)
     assert commands and all(c.env["HF_HOME"] == str(hf_home) for c in commands)
     frozen = {f"{c.topology}/{c.role}": info.frozen_for(base, c.environment()) for c in commands}
     assert not any(frozen.values()), frozen
-    # What a worker does hold of its own is read after the fork, never at import.
+    # What a worker or its session holds of its own is read after the fork, never at import
+    # (a session's etcd and NATS are not in the template's environment: one template serves
+    # every session of a run).
     per_worker = {"DYN_TCP_RPC_PORT", "DYN_TCP_RESPONSE_STREAM_PORT", "DYN_SYSTEM_PORT"}
-    assert not per_worker & info.env_reads
+    per_session = {"ETCD_ENDPOINTS", "NATS_SERVER"}
+    assert not (per_worker | per_session) & info.env_reads
+    assert not per_session & base.keys()
+
+
+def test_a_guest_session_forks_there_and_hears_of_its_own_children_only(template, tmp_path):
+    """Two sessions joined to one template (as each xdist worker joins the run's): each gets
+    its own children's exits; one hanging up leaves the template to the other."""
+    assert template.address is not None
+    planned = build_plan(load(), CPU, workdir=tmp_path, topologies=["aggregated"])[0]
+    exits_at_once = dataclasses.replace(
+        planned, dynamo_argv=("--no-such-flag",), env={**template.env}
+    )
+    first, second = (
+        Zygote.join(template.address, template.env, template.log_path, template.pid, ROOT)
+        for _ in range(2)
+    )
+    try:
+        for guest in (first, second):
+            assert guest.wait_ready(Deadline(10)).pid == template.pid
+        mine = first.spawn(exits_at_once, ROOT, tmp_path / "first.log")
+        theirs = second.spawn(exits_at_once, ROOT, tmp_path / "second.log")
+        assert (mine.wait(timeout=30), theirs.wait(timeout=30)) == (2, 2)  # argparse's usage
+        assert mine.pid not in second._children and theirs.pid not in first._children
+        first.stop()
+        again = second.spawn(exits_at_once, ROOT, tmp_path / "again.log")
+        assert again.wait(timeout=30) == 2
+        assert "usage:" in (tmp_path / "again.log").read_text()  # its own log
+    finally:
+        first.stop()
+        second.stop()
 
 
 @pytest.mark.parametrize(
@@ -73,7 +105,7 @@ def test_a_worker_whose_import_time_variable_differs_is_refused(
 @pytest.mark.nightly
 def test_a_template_that_starts_a_thread_at_import_is_refused_and_its_reads_listed(tmp_path):
     env = {
-        **template_env(PLACEHOLDER_ETCD, PLACEHOLDER_NATS, tmp_path / "hf", tmp_path / "t"),
+        **template_env(tmp_path / "hf", tmp_path / "t"),
         "HARNESS_TEST_READ_AT_IMPORT": "1",
     }
     zygote = Zygote(env, tmp_path / "z.log", ROOT, also_import=("tests.template_with_thread",))
@@ -104,19 +136,25 @@ def test_a_template_that_cannot_import_is_one_line_naming_the_module(tmp_path):
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(BLOCKS_TORCH)
     env = {
-        **template_env(PLACEHOLDER_ETCD, PLACEHOLDER_NATS, tmp_path / "hf", tmp_path / "t"),
+        **template_env(tmp_path / "hf", tmp_path / "t"),
         "PYTHONPATH": str(tmp_path / "site"),
     }
-    zygote = Zygote(env, tmp_path / "z.log", ROOT).start()
+    address = tmp_path / "t.sock"
+    zygote = Zygote(env, tmp_path / "z.log", ROOT, address=address).start()
     try:
         with pytest.raises(TemplateImportFailed) as refused:
             zygote.wait_ready(Deadline(TEMPLATE_IMPORT_DEADLINE_S))
+        guest = Zygote.join(address, env, tmp_path / "z.log", zygote.pid, ROOT)  # too late
+        with pytest.raises(TemplateImportFailed) as refused_too:
+            guest.wait_ready(Deadline(TEMPLATE_IMPORT_DEADLINE_S))
     finally:
         zygote.stop()
     line = str(refused.value)
     assert "\n" not in line and sys.executable in line
     assert "module `torch` is not installed there" in line
     assert "ModuleNotFoundError: No module named 'torch'" in line
+    told = str(refused_too.value)  # the guest reads it from the template's last log line
+    assert "\n" not in told and f"pid {zygote.pid}" in told and "No module named 'torch'" in told
 
 
 def test_a_child_recomputes_what_the_template_cached_from_its_environment(tmp_path):

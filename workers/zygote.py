@@ -1,9 +1,11 @@
 """A pre-imported worker template: import the heavy modules once, then fork each CPU worker.
 
-`python -m discovery_harness_workers.zygote --control-fd N`: imports what a CPU-tier worker imports
-(torch,
-transformers, sglang, dynamo.sglang and every init path, the stand-ins) while recording every
-environment variable read on the way, then answers on the inherited socket N:
+`python -m discovery_harness_workers.zygote --control-fd N [--listen PATH]`: imports what a CPU-tier
+worker imports (torch, transformers, sglang, dynamo.sglang and every init path, the stand-ins)
+while recording every environment variable read on the way, then answers on the inherited socket
+N (its owner: the template ends when the owner hangs up) and on each connection to the Unix
+socket PATH (a guest: another session of the run, an xdist worker, whose workers fork here too;
+each client hears of its own children only):
 
     -> {"op": "spawn", "id": 1, "module": "discovery_harness_workers.cpu_sglang", "dynamo_argv":
 [...],
@@ -197,30 +199,47 @@ def refresh_after_fork() -> None:
 REREAD_AFTER_FORK = frozenset({"TMPDIR", "TEMP", "TMP"})
 
 
-def serve(conn: socket.socket) -> None:
-    """Fork on request, reap children, report their exits; return when the harness hangs up."""
+def serve(owner: socket.socket, listener: socket.socket | None, ready: dict[str, Any]) -> None:
+    """Fork on request, reap children, report each exit to the client that asked for the
+    child; greet each guest with `ready`; return when the owner hangs up."""
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the selector through the pipe
     selector = selectors.DefaultSelector()
-    selector.register(conn, selectors.EVENT_READ, "control")
+    selector.register(owner, selectors.EVENT_READ, "client")
     selector.register(wake_read, selectors.EVENT_READ, "child")
-    pending = b""
-    children: set[int] = set()
+    if listener is not None:
+        selector.register(listener, selectors.EVENT_READ, "listener")
+    pending: dict[socket.socket, bytes] = {owner: b""}
+    children: dict[int, socket.socket | None] = {}  # pid -> who asked (None: gone since)
     while True:
         for key, _ in selector.select():
             if key.data == "child":
                 with contextlib.suppress(BlockingIOError):
                     os.read(wake_read, 4096)
-                _reap(conn, children)
+                _reap(children)
                 continue
-            chunk = conn.recv(65536)
+            if key.data == "listener":
+                assert listener is not None
+                guest, _ = listener.accept()
+                if _send_to(guest, ready):
+                    selector.register(guest, selectors.EVENT_READ, "client")
+                    pending[guest] = b""
+                continue
+            conn = key.fileobj
+            assert isinstance(conn, socket.socket)
+            chunk = b""
+            with contextlib.suppress(OSError):
+                chunk = conn.recv(65536)
             if not chunk:
-                return
-            pending += chunk
-            while b"\n" in pending:
-                line, pending = pending.split(b"\n", 1)
+                if conn is owner:
+                    return
+                _forget(conn, selector, pending, children)
+                continue
+            pending[conn] += chunk
+            while b"\n" in pending[conn]:
+                line, pending[conn] = pending[conn].split(b"\n", 1)
                 request = json.loads(line)
                 sys.stdout.flush()
                 sys.stderr.flush()
@@ -228,50 +247,79 @@ def serve(conn: socket.socket) -> None:
                 if pid == 0:
                     selector.close()
                     # Detached, so no socket object can later close an fd the worker reuses.
-                    control = conn.detach()
-                    code = _become_worker(request, [control, wake_read, wake_write])
+                    inherited = [s.detach() for s in [*pending, listener] if s is not None]
+                    code = _become_worker(request, [*inherited, wake_read, wake_write])
                     exit_without_teardown(code)
-                children.add(pid)
-                _send(conn, {"id": request["id"], "pid": pid})
-        _reap(conn, children)
+                children[pid] = conn
+                _send_to(conn, {"id": request["id"], "pid": pid})
+        _reap(children)
 
 
-def _reap(conn: socket.socket, children: set[int]) -> None:
-    for pid in list(children):
+def _forget(
+    guest: socket.socket,
+    selector: selectors.BaseSelector,
+    pending: dict[socket.socket, bytes],
+    children: dict[int, socket.socket | None],
+) -> None:
+    """A guest hung up: its children are still reaped, their exits told to no one."""
+    selector.unregister(guest)
+    del pending[guest]
+    guest.close()
+    for pid, asked in children.items():
+        if asked is guest:
+            children[pid] = None
+
+
+def _send_to(conn: socket.socket, message: dict[str, Any]) -> bool:
+    """Send; False if that client is gone (its hang-up is read next)."""
+    try:
+        _send(conn, message)
+    except OSError:
+        return False
+    return True
+
+
+def _reap(children: dict[int, socket.socket | None]) -> None:
+    for pid, asked in list(children.items()):
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
-            children.discard(pid)
+            del children[pid]
             continue
         if done:
-            children.discard(pid)
-            _send(conn, {"exited": pid, "code": os.waitstatus_to_exitcode(status)})
+            del children[pid]
+            if asked is not None:
+                _send_to(asked, {"exited": pid, "code": os.waitstatus_to_exitcode(status)})
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--also-import", action="append", default=[], metavar="MODULE")
+    parser.add_argument("--listen", metavar="PATH", help="a Unix socket for guests")
     args = parser.parse_args()
     conn = socket.socket(fileno=args.control_fd)
+    listener = None
+    if args.listen:  # before the imports: a guest that connects early waits in the backlog
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(args.listen)
+        listener.listen(16)
     try:
         reads, seconds = preload(tuple(args.also_import))
     except TemplateImportFailed as failed:  # said in one line there; the traceback is logged
         _send(conn, {"import_failed": failed.described})
         raise
-    _send(
-        conn,
-        {
-            "ready": os.getpid(),
-            "import_s": round(seconds, 3),
-            "threads": [t.name for t in threading.enumerate()],
-            "os_threads": len(os.listdir(f"/proc/{os.getpid()}/task")),
-            "env_reads": sorted(reads),
-            "reread": sorted(REREAD_AFTER_FORK),
-            "modules": len(sys.modules),
-        },
-    )
-    serve(conn)
+    ready = {
+        "ready": os.getpid(),
+        "import_s": round(seconds, 3),
+        "threads": [t.name for t in threading.enumerate()],
+        "os_threads": len(os.listdir(f"/proc/{os.getpid()}/task")),
+        "env_reads": sorted(reads),
+        "reread": sorted(REREAD_AFTER_FORK),
+        "modules": len(sys.modules),
+    }
+    _send(conn, ready)
+    serve(conn, listener, ready)
 
 
 if __name__ == "__main__":

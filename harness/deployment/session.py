@@ -40,5 +40,6 @@ class Session:
 
     @property
     def hf_home(self) -> Path:
-        """CPU tier: one private, empty Hugging Face home for every process of the session."""
-        return self.scratch / "hf"
+        """CPU tier: one private, empty Hugging Face home for every process of the session:
+        the worker template's (huggingface_hub reads it at import), else its own."""
+        return self.spawner.hf_home if self.spawner is not None else self.scratch / "hf"

@@ -45,13 +45,12 @@ def start_observer(stack: contextlib.ExitStack, endpoints: Endpoints) -> Discove
     return observer
 
 
-def start_template(
-    stack: contextlib.ExitStack, endpoints: Endpoints, workdir: Path, scratch: Path
-) -> spawn.Zygote:
+def start_template(stack: contextlib.ExitStack, workdir: Path, scratch: Path) -> spawn.Zygote:
     """The pre-imported CPU worker template; started, not waited for (its imports overlap
-    the frontend's start)."""
-    env = template_env(endpoints.etcd, endpoints.nats, scratch / "hf", scratch / "zygote")
-    zygote = spawn.Zygote(env, workdir / "zygote.log", workdir).start()
+    the frontend's start). Other sessions may join it at its socket (spawn.Zygote.join)."""
+    env = template_env(scratch / "hf", scratch / "zygote")
+    address = scratch / "template.sock"
+    zygote = spawn.Zygote(env, workdir / "zygote.log", workdir, address=address).start()
     stack.callback(zygote.stop)
     return zygote
 
@@ -118,7 +117,7 @@ def standalone_session(
         observer = start_observer(stack, endpoints)
         zygote = None
         if settings.spawn == spawn.ZYGOTE:
-            zygote = start_template(stack, endpoints, workdir, scratch)
+            zygote = start_template(stack, workdir, scratch)
         frontend = start_session_frontend(stack, endpoints, workdir, scratch, settings)
         if models is None:
             models = model_source(settings.tier, [], workdir / "models").path_for

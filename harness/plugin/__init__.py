@@ -6,10 +6,10 @@ get a topology running against real etcd, NATS, the real frontend and real dynam
 workers. Its rooms: `scope` (which items are the harness's, and when it is asked for),
 `options` (the harness's pytest options and their checks), `session` (markers, the tier, the
 run's first lines, usage checks before anything starts), `parallel` (how many xdist workers
-`-n auto` starts), `parametrize` (scenarios per tier:
-the API `scenarios/` imports), `fixtures` (infra, observer, models, template, session),
-`deploy` (the deploy fixtures), `foreign` (a catalogue topology for another suite's test);
-the run report is `discovery_harness.report.pytest_run`.
+`-n auto` starts), `shared_template` (one worker template for an xdist run), `parametrize`
+(scenarios per tier: the API `scenarios/` imports), `fixtures` (infra, observer, models,
+template, session), `deploy` (the deploy fixtures), `foreign` (a catalogue topology for
+another suite's test); the run report is `discovery_harness.report.pytest_run`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 from discovery_harness.deployment import Session, Settings
 from discovery_harness.deployment import session_setup as setup
 from discovery_harness.discovery.observer import DiscoveryObserver
-from discovery_harness.plugin import options, scope
+from discovery_harness.plugin import options, scope, shared_template
 from discovery_harness.plugin.session import GPU_SHARE_KEY, PROGRESS_KEY, SPAWN_KEY, chosen_tier
 from discovery_harness.processes.infra import Endpoints, select_provider
 from discovery_harness.runtime import spawn
@@ -85,18 +85,21 @@ def models(pytestconfig: pytest.Config, harness_workdir: Path) -> ModelSource:
 
 @pytest.fixture(scope="session")
 def worker_template(
-    pytestconfig: pytest.Config,
-    infra_endpoints: Endpoints,
-    harness_workdir: Path,
-    harness_scratch: Path,
+    pytestconfig: pytest.Config, harness_workdir: Path, harness_scratch: Path
 ) -> Iterator[spawn.Zygote | None]:
-    """The pre-imported CPU worker template (`--spawn zygote`), or None (fresh processes).
-    Started here and not waited for: its imports overlap the frontend's start."""
+    """The pre-imported CPU worker template (`--spawn zygote`), or None (fresh processes):
+    under xdist the run's, which the controller started (plugin.shared_template); else
+    started here and not waited for: its imports overlap the infra's and frontend's start."""
     if pytestconfig.stash[SPAWN_KEY] != spawn.ZYGOTE:
         yield None
         return
     with contextlib.ExitStack() as stack:
-        yield setup.start_template(stack, infra_endpoints, harness_workdir, harness_scratch)
+        guest = shared_template.joined(pytestconfig, harness_workdir)
+        if guest is not None:
+            stack.callback(guest.stop)
+            yield guest
+            return
+        yield setup.start_template(stack, harness_workdir, harness_scratch)
 
 
 @pytest.fixture(scope="session")

@@ -3,9 +3,9 @@
 xdist's own answer is one per CPU core. The harness's tests spend about a third of their time
 waiting on the processes they start (a worker's start, Dynamo's graceful stop, a card grace),
 so on the CPU tier one worker more than the cores keeps the cores busy: on a 2-core machine the
-README's run took 54-56 s under 3 workers against 58-61 s under 2 and 59 s under 4 (bench/
-RESULTS.md). Each xdist worker runs its own etcd, NATS, frontend and worker template, so the
-machine's free memory caps the count. On the GPU tier each worker needs a GPU of its own
+README's run took 50 s under 3 workers against 54 s under 2 and 51 s under 4, one after the
+other (bench/RESULTS.md has the benchmark's figures). Each xdist worker runs its own etcd,
+NATS and frontend and deploys its own workers, so the machine's free memory caps the count. On the GPU tier each worker needs a GPU of its own
 (plugin.session refuses more): one per visible GPU.
 
 Only for a run that asks for the harness (plugin.scope); another suite keeps xdist's answer,

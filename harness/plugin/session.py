@@ -15,7 +15,7 @@ import pytest
 
 from discovery_harness.model import catalogue
 from discovery_harness.model.topology import Scenario, Topology
-from discovery_harness.plugin import options, scope
+from discovery_harness.plugin import options, scope, shared_template
 from discovery_harness.processes import ports
 from discovery_harness.processes.managed import install_cleanup_handlers
 from discovery_harness.report import pytest_run as report_run
@@ -136,6 +136,8 @@ def activate(config: pytest.Config) -> None:
         config.stash[GPU_MEMORY_KEY] = gpu_session.start(config, config.stash[GPU_SHARE_KEY])
     config.stash[PROGRESS_KEY] = _progress_sink(config)
     install_cleanup_handlers()
+    if config.stash[SPAWN_KEY] == spawn.ZYGOTE:
+        shared_template.start_for_workers(config)  # in an xdist controller, for its workers
     if config.stash.get(STARTED_KEY, False):  # asked for only once items were collected
         _first_lines(config)
 

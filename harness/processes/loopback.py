@@ -77,6 +77,14 @@ def session_env(
     return {
         "ETCD_ENDPOINTS": etcd_endpoint,
         "NATS_SERVER": nats_url,
+        **run_env(response_stream_host),
+    }
+
+
+def run_env(response_stream_host: str = LOOPBACK) -> dict[str, str]:
+    """What every Dynamo process of the run shares, whichever session's: session_env without
+    its etcd and NATS (what one worker template serving every session of a run may hold)."""
+    return {
         "DYN_DISCOVERY_BACKEND": "etcd",
         "DYN_TCP_RPC_HOST": LOOPBACK,
         "DYN_TCP_RESPONSE_STREAM_HOST": response_stream_host,

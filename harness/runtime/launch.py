@@ -27,7 +27,7 @@ from discovery_harness.processes.loopback import (
     inherited_env,
     loopback_env,
     offline_hf_env,
-    session_env,
+    run_env,
 )
 from discovery_harness.runtime import dynamo_env, dynamo_src
 from discovery_harness.runtime.tier import CPU, STAND_INS_ENV, TierPolicy
@@ -202,6 +202,8 @@ def worker_health_env() -> dict[str, str]:
         "DYN_HEALTH_CHECK_ENABLED": "true",
         "DYN_CANARY_WAIT_TIME": str(CANARY_WAIT_S),
     }
+
+
 _PLACEHOLDER = re.compile(r"\{port:([a-z_]+)\}")
 
 
@@ -232,16 +234,19 @@ def stand_in_env() -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join(p for p in (*own, inherited) if p)}
 
 
-def template_env(etcd: str, nats: str, hf_home: Path, tmpdir: Path) -> dict[str, str]:
-    """The CPU-tier worker template's whole environment: what every worker of the session
-    shares (each forked worker then gets its own on top; tests hold the template to reading
-    nothing at import that differs per worker)."""
+def template_env(hf_home: Path, tmpdir: Path) -> dict[str, str]:
+    """The CPU-tier worker template's whole environment: what every worker of the run shares,
+    no session's etcd or NATS (each forked worker gets its own environment whole; tests hold
+    the template to reading nothing at import that differs per worker), so one template can
+    serve every session of a run (the xdist workers')."""
     tmpdir.mkdir(parents=True, exist_ok=True)
-    return dynamo_src.with_checkout({
-        **inherited_env(),
-        **session_env(etcd, nats, dynamo_env.response_stream_host(LOOPBACK)),
-        **hugging_face_env(CPU, hf_home),
-        **stand_in_env(),
-        "CUDA_VISIBLE_DEVICES": "",
-        "TMPDIR": str(tmpdir),
-    })
+    return dynamo_src.with_checkout(
+        {
+            **inherited_env(),
+            **run_env(dynamo_env.response_stream_host(LOOPBACK)),
+            **hugging_face_env(CPU, hf_home),
+            **stand_in_env(),
+            "CUDA_VISIBLE_DEVICES": "",
+            "TMPDIR": str(tmpdir),
+        }
+    )

@@ -8,6 +8,10 @@ as named fields of a JSON request) and the child gets its own session, log and T
 runs the same launcher and the real `dynamo.sglang` entry point, in well under a second. The
 harness still manages the child like any other process: its pid, its process group, SIGTERM
 then SIGKILL; its exit code comes from the template, which is its parent.
+
+One template can serve every session of a run: its owner (the session, or the xdist controller
+for its workers' sessions) starts it with a Unix socket, and a guest session joins it there
+(`Zygote.join`); each hears of its own children only, and the template ends with its owner.
 """
 
 from __future__ import annotations
@@ -101,6 +105,10 @@ class TemplateUnfit(RuntimeError):
     """Forking from the template would not give a faithful worker (threads, frozen env)."""
 
 
+class TemplateGone(RuntimeError):
+    """The run's template, owned by another session, ended under this one (a guest's)."""
+
+
 class TemplateImportFailed(RuntimeError):
     """The template could not import the workers' start path: the environment's fault, said
     in one line (no worker of the session can start)."""
@@ -116,17 +124,25 @@ def import_refusal(error: dict[str, Any], python: str) -> str:
 
 
 class Zygote:
-    """One pre-imported template process and the children forked from it."""
+    """One pre-imported template process and the children forked from it (this session's)."""
 
     def __init__(
-        self, env: dict[str, str], log_path: Path, cwd: Path, also_import: tuple[str, ...] = ()
+        self,
+        env: dict[str, str],
+        log_path: Path,
+        cwd: Path,
+        also_import: tuple[str, ...] = (),
+        address: Path | None = None,
     ) -> None:
         self._env = env
         self._also_import = also_import
-        self._log_path = log_path
+        self.log_path = log_path
         self._cwd = cwd
+        self.address = address  # the Unix socket guests join it at, if any
         self._conn: socket.socket | None = None
-        self.proc: ManagedProcess | None = None
+        self.proc: ManagedProcess | None = None  # None: a guest's (another session owns it)
+        self._guest_of: int | None = None  # a guest's: the template's pid
+        self._gone = threading.Event()  # the template hung up (or exited)
         self.info: TemplateInfo | None = None
         self.import_failed: dict[str, Any] | None = None  # what failed, as the template said
         self._ready = threading.Event()
@@ -137,8 +153,43 @@ class Zygote:
         self._children: dict[int, ForkedChild] = {}
         self._reader: threading.Thread | None = None
 
+    @classmethod
+    def join(
+        cls, address: Path, env: dict[str, str], log_path: Path, pid: int, cwd: Path
+    ) -> Zygote:
+        """A guest of the template another session of the run owns (started with `address`,
+        `env`, its log at `log_path`, as process `pid`); its workers start in `cwd`."""
+        guest = cls(env, log_path, cwd, address=address)
+        guest._guest_of = pid
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(str(address))
+        except OSError:  # it ended already: wait_ready says why, from its log
+            conn.close()
+            guest._gone.set()
+            guest._ready.set()
+            return guest
+        guest._conn = conn
+        guest._reader = threading.Thread(target=guest._read, name="zygote-reader", daemon=True)
+        guest._reader.start()
+        return guest
+
+    @property
+    def pid(self) -> int:
+        """The template's pid, known from its start (`info` only once its imports are done)."""
+        if self.proc is not None:
+            return self.proc.pid
+        assert self._guest_of is not None
+        return self._guest_of
+
+    @property
+    def hf_home(self) -> Path:
+        """The Hugging Face home it imported with: every worker forked from it has it too."""
+        return Path(self._env["HF_HOME"])
+
     def start(self) -> Zygote:
         parent, child = socket.socketpair()
+        listen = ("--listen", str(self.address)) if self.address is not None else ()
         self.proc = ManagedProcess(
             role="zygote",
             argv=[
@@ -148,9 +199,10 @@ class Zygote:
                 "--control-fd",
                 str(child.fileno()),
                 *(arg for name in self._also_import for arg in ("--also-import", name)),
+                *listen,
             ],
             env=self._env,
-            log_path=self._log_path,
+            log_path=self.log_path,
             cwd=self._cwd,
             pass_fds=(child.fileno(),),
         ).start()
@@ -164,16 +216,18 @@ class Zygote:
         """Block until the template has imported everything; fail at once if it died (in
         one line, TemplateImportFailed, if an import failed), and with TemplateUnfit if it
         runs threads."""
-        assert self.proc is not None and self._reader is not None
-        while not self._ready.is_set() and self.proc.alive():
+        waiting_for = "its imports (the worker template)"
+        while not self._ready.is_set() and self._alive():
             if deadline.expired:
-                raise WaitTimeout(self.proc, "its imports (the worker template)", deadline.seconds)
+                raise self._timeout(waiting_for, deadline.seconds)
             self._ready.wait(deadline.slice(0.25))
-        if self.info is None:
+        if self.info is None and self._reader is not None:
             self._reader.join(timeout=2.0)  # what it said before it exited is read to the end
         if self.import_failed is not None:
             raise TemplateImportFailed(import_refusal(self.import_failed, sys.executable))
-        self.proc.ensure_alive("its imports (the worker template)")
+        if self.proc is None and self.info is None:  # the owner was told why; the log says it
+            raise TemplateImportFailed(self._guest_said("ended before its imports were done"))
+        self._ensure_alive(waiting_for)
         assert self.info is not None
         if self.info.problems():
             raise TemplateUnfit("; ".join(self.info.problems()))
@@ -201,7 +255,7 @@ class Zygote:
                 f"{[env.get(n) for n in frozen]}); start it fresh (spawn='fresh' / --spawn "
                 "fresh) or give the template that value"
             )
-        assert self._conn is not None and self.proc is not None
+        assert self._conn is not None
         request_id = next(self._ids)
         request = {
             "op": "spawn",
@@ -219,19 +273,49 @@ class Zygote:
         deadline = Deadline(FORK_REPLY_DEADLINE_S)
         with self._reply_ready:
             while self._replies[request_id] is None:
-                self.proc.ensure_alive("a fork (the worker template)")
+                self._ensure_alive("a fork (the worker template)")
                 if deadline.expired:
-                    raise WaitTimeout(self.proc, "a fork (the worker template)", deadline.seconds)
+                    raise self._timeout("a fork (the worker template)", deadline.seconds)
                 self._reply_ready.wait(deadline.slice(0.25))
             child = self._replies.pop(request_id)
         assert child is not None
         return child
+
+    def _alive(self) -> bool:
+        if self.proc is not None:
+            return self.proc.alive()
+        return not self._gone.is_set()
+
+    def _ensure_alive(self, waiting_for: str) -> None:
+        if self.proc is not None:
+            self.proc.ensure_alive(waiting_for)
+        elif self._gone.is_set():
+            raise TemplateGone(
+                self._guest_said(f"ended while this session waited for {waiting_for}")
+            )
+
+    def _timeout(self, waiting_for: str, seconds: float) -> Exception:
+        if self.proc is not None:
+            return WaitTimeout(self.proc, waiting_for, seconds)
+        return TimeoutError(self._guest_said(f"not ready after {seconds:.0f} s: {waiting_for}"))
+
+    def _guest_said(self, what: str) -> str:
+        """A guest's failure: the template's pid and log, and the log's last line (a failed
+        import's one-line refusal is its last)."""
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        lines = text.strip().splitlines()
+        last = lines[-1] if lines else "(its log is empty)"
+        return f"the run's worker template (pid {self.pid}, log {self.log_path}) {what}: {last}"
 
     def _read(self) -> None:
         assert self._conn is not None
         with contextlib.suppress(OSError), self._conn.makefile("rb") as lines:
             for line in lines:
                 self._dispatch(json.loads(line))
+        self._gone.set()
+        if self.proc is None:
+            self._ready.set()  # wakes a guest's wait_ready, which says why (an owner's waits
+            # for its process to end, and says so with its log)
         self._template_gone()
 
     def _dispatch(self, message: dict[str, Any]) -> None:
@@ -267,11 +351,15 @@ class Zygote:
             threading.Thread(target=_await_gone, args=(child,), daemon=True).start()
 
     def stop(self) -> None:
+        """Hang up; the owner's template then ends (stopped as any process of the harness's),
+        a guest's stays for its owner."""
         if self._conn is not None:
             with contextlib.suppress(OSError):
                 self._conn.shutdown(socket.SHUT_RDWR)
         if self.proc is not None:
             self.proc.stop(grace=5)
+            if self.address is not None:
+                self.address.unlink(missing_ok=True)
         if self._conn is not None:
             self._conn.close()
         if self._reader is not None:
