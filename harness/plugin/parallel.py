@@ -5,8 +5,9 @@ waiting on the processes they start (a worker's start, Dynamo's graceful stop, a
 so on the CPU tier one worker more than the cores keeps the cores busy: on a 2-core machine the
 README's run took 50 s under 3 workers against 54 s under 2 and 51 s under 4, one after the
 other (bench/RESULTS.md has the benchmark's figures). Each xdist worker runs its own etcd,
-NATS and frontend and deploys its own workers, so the machine's free memory caps the count. On the GPU tier each worker needs a GPU of its own
-(plugin.session refuses more): one per visible GPU.
+NATS and frontend and deploys its own workers, so the machine's free memory caps the count.
+On the GPU tier each worker needs a GPU of its own (plugin.session refuses more): one per
+visible GPU.
 
 Only for a run that asks for the harness (plugin.scope); another suite keeps xdist's answer,
 and so does PYTEST_XDIST_AUTO_NUM_WORKERS or `-n logical`.
