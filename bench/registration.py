@@ -331,16 +331,15 @@ def main() -> None:
                     if baseline is not None:
                         before.append(suite_wall_time(_args(pytest_args, baseline), baseline))
                     done.append(suite_wall_time(_args(pytest_args, ROOT)))
-                label = f"{label} (`pytest {' '.join(_args(pytest_args, ROOT))}`)"
+                own = f"`pytest {' '.join(_args(pytest_args, ROOT))}`"
                 if baseline is not None:
-                    base_args = " ".join(_args(pytest_args, baseline))
-                    results.row(
-                        *_suite_row(f"{label} (baseline {baseline.name}: `{base_args}`)", before)
-                    )
+                    base = f"`pytest {' '.join(_args(pytest_args, baseline))}`"
+                    results.row(*_suite_row(f"{label} (baseline {baseline.name}: {base})", before))
                     ratio = statistics.median(r[0] for r in done) / max(
                         statistics.median(r[0] for r in before), 1e-9
                     )
-                    label = f"{label} (this checkout: {ratio:.2f}x the baseline)"
+                    own = f"{own}, {ratio:.2f}x the baseline"
+                label = f"{label} (this checkout: {own})"
                 results.row(*_suite_row(label, done))
     if args.results:
         written = results.write(Path(args.results), dynamo_env.active().version)
