@@ -1,6 +1,7 @@
 """`-n auto` in a run of the harness: one xdist worker more than the cores on the CPU tier
-(its tests wait on processes), capped by free memory; a GPU each on the GPU tier; xdist's own
-answer in another suite, under PYTEST_XDIST_AUTO_NUM_WORKERS and for `-n logical`."""
+(its tests wait on processes), capped by free memory; one on the GPU tier (a session with every
+GPU runs every layout that fits); xdist's own answer in another suite, under
+PYTEST_XDIST_AUTO_NUM_WORKERS and for `-n logical`."""
 
 from __future__ import annotations
 
@@ -26,11 +27,11 @@ def test_free_memory_caps_the_cpu_tiers_workers_and_one_always_runs():
     assert auto_workers(CPU, 0, 2, 0.5) == 1
 
 
-def test_the_gpu_tier_takes_a_worker_per_visible_gpu():
-    assert auto_workers(GPU, 2, 16, 128.0) == 2
-    assert auto_workers(None, 4, 16, 1.0) == 4  # auto with GPUs: the GPU tier, memory aside
+def test_the_gpu_tier_takes_one_worker_holding_every_gpu():
+    assert auto_workers(GPU, 0, 16, 128.0) == 1  # asked for: its GPUs are the session's
+    assert auto_workers(None, 4, 16, 128.0) == 1  # auto with usable GPUs: the GPU tier
+    assert auto_workers(None, 0, 2, 24.0) == 3  # auto, no usable GPU: the CPU tier
     assert auto_workers(CPU, 4, 2, 24.0) == 3  # the CPU tier asked for: the GPUs aside
-    assert auto_workers(GPU, 0, 2, 24.0) == 1  # refused later with its reason (gpu_session)
 
 
 def _auto_count(pytester: pytest.Pytester, *args: str) -> int:

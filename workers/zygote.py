@@ -222,10 +222,13 @@ def serve(owner: socket.socket, listener: socket.socket | None, ready: dict[str,
                 continue
             if key.data == "listener":
                 assert listener is not None
-                guest, _ = listener.accept()
-                if _send_to(guest, ready):
-                    selector.register(guest, selectors.EVENT_READ, "client")
-                    pending[guest] = b""
+                with contextlib.suppress(OSError):
+                    guest, _ = listener.accept()
+                    if _send_to(guest, ready):
+                        selector.register(guest, selectors.EVENT_READ, "client")
+                        pending[guest] = b""
+                    else:
+                        guest.close()
                 continue
             conn = key.fileobj
             assert isinstance(conn, socket.socket)
@@ -238,9 +241,15 @@ def serve(owner: socket.socket, listener: socket.socket | None, ready: dict[str,
                 _forget(conn, selector, pending, children)
                 continue
             pending[conn] += chunk
-            while b"\n" in pending[conn]:
+            while conn in pending and b"\n" in pending[conn]:
                 line, pending[conn] = pending[conn].split(b"\n", 1)
-                request = json.loads(line)
+                try:
+                    request = json.loads(line)
+                except ValueError:  # that client is broken, not the run: drop it alone
+                    if conn is owner:
+                        raise
+                    _forget(conn, selector, pending, children)
+                    break
                 sys.stdout.flush()
                 sys.stderr.flush()
                 pid = os.fork()
@@ -261,13 +270,16 @@ def _forget(
     pending: dict[socket.socket, bytes],
     children: dict[int, socket.socket | None],
 ) -> None:
-    """A guest hung up: its children are still reaped, their exits told to no one."""
+    """A guest hung up. Its session stops its workers before it does, so any child still
+    running belongs to a session that crashed: killed (its whole group), and reaped here."""
     selector.unregister(guest)
     del pending[guest]
     guest.close()
     for pid, asked in children.items():
         if asked is guest:
             children[pid] = None
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
 
 
 def _send_to(conn: socket.socket, message: dict[str, Any]) -> bool:
@@ -303,7 +315,7 @@ def main() -> None:
     if args.listen:  # before the imports: a guest that connects early waits in the backlog
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(args.listen)
-        listener.listen(16)
+        listener.listen(socket.SOMAXCONN)
     try:
         reads, seconds = preload(tuple(args.also_import))
     except TemplateImportFailed as failed:  # said in one line there; the traceback is logged

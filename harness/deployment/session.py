@@ -40,6 +40,7 @@ class Session:
 
     @property
     def hf_home(self) -> Path:
-        """CPU tier: one private, empty Hugging Face home for every process of the session:
-        the worker template's (huggingface_hub reads it at import), else its own."""
+        """CPU tier: one private, empty Hugging Face home for every worker of the session: the
+        worker template's (huggingface_hub reads it at import; under xdist the run's), else
+        the session's own."""
         return self.spawner.hf_home if self.spawner is not None else self.scratch / "hf"

@@ -51,6 +51,8 @@ def start_for_workers(config: pytest.Config) -> None:
     distributed = getattr(option, "dist", "no") != "no" and getattr(option, "tx", None)
     if hasattr(config, "workerinput") or not distributed or factory is None:
         return
+    if config.option.collectonly:
+        return  # a listing starts nothing
     stack = contextlib.ExitStack()
     try:
         workdir = factory.mktemp("harness-template")

@@ -60,7 +60,7 @@ def inherited_env() -> dict[str, str]:
 
 def offline_hf_env(hf_home: Path) -> dict[str, str]:
     """No Hugging Face hub at all: for processes whose models are local directories. One
-    private HF_HOME per session: huggingface_hub reads it once, at import."""
+    private HF_HOME per run (the worker template's): huggingface_hub reads it once, at import."""
     return {
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",

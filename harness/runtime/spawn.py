@@ -2,7 +2,7 @@
 
 `fresh` starts `python -m discovery_harness_workers.cpu_sglang ARGV` (what the GPU tier does with
 `dynamo.sglang`): ~6-15 s of imports before the first line of Dynamo's code runs. `zygote`
-keeps one pre-imported template per test session (workers/zygote.py) and forks each worker
+keeps one pre-imported template per run (workers/zygote.py) and forks each worker
 from it: the template is handed the worker's command whole (module, Dynamo argv, environment,
 as named fields of a JSON request) and the child gets its own session, log and TMPDIR, then
 runs the same launcher and the real `dynamo.sglang` entry point, in well under a second. The
@@ -30,6 +30,7 @@ from typing import Any
 
 from discovery_harness.common.deadline import Deadline
 from discovery_harness.processes.managed import ManagedProcess, WaitTimeout
+from discovery_harness.runtime import template_socket
 from discovery_harness.runtime.import_probe import ProbeResult
 from discovery_harness.runtime.launch import WorkerCommand
 from discovery_harness.runtime.tier import TierPolicy
@@ -44,6 +45,7 @@ LOST = -255  # exit code reported for a child whose template died before it
 # worker's start, so a deployment's deadline begins only once the template can fork.
 TEMPLATE_IMPORT_DEADLINE_S = 180.0
 FORK_REPLY_DEADLINE_S = 30.0
+JOIN_DEADLINE_S = 30.0  # for the template's socket to accept a guest (bound before imports)
 
 
 class ForkedChild:
@@ -161,11 +163,8 @@ class Zygote:
         `env`, its log at `log_path`, as process `pid`); its workers start in `cwd`."""
         guest = cls(env, log_path, cwd, address=address)
         guest._guest_of = pid
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            conn.connect(str(address))
-        except OSError:  # it ended already: wait_ready says why, from its log
-            conn.close()
+        conn = template_socket.connect(address, pid, Deadline(JOIN_DEADLINE_S))
+        if conn is None:  # it ended already: wait_ready says why, from its log
             guest._gone.set()
             guest._ready.set()
             return guest

@@ -88,7 +88,7 @@ class TierPolicy:
                 else "Hugging Face names or local paths (catalogue GPU_MODELS, --model KEY=REF)"
             ),
             "Hugging Face env": (
-                "HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1, a private empty HF_HOME per session"
+                "HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1, a private empty HF_HOME per run"
                 if self.private_hf_home
                 else "HF_HOME / HF_TOKEN passed through; HF_HUB_OFFLINE=1 and "
                 "TRANSFORMERS_OFFLINE=1 once every model is in the cache "
