@@ -241,7 +241,7 @@ def serve(owner: socket.socket, listener: socket.socket | None, ready: dict[str,
                 _forget(conn, selector, pending, children)
                 continue
             pending[conn] += chunk
-            while conn in pending and b"\n" in pending[conn]:
+            while b"\n" in pending[conn]:
                 line, pending[conn] = pending[conn].split(b"\n", 1)
                 try:
                     request = json.loads(line)

@@ -240,13 +240,11 @@ def template_env(hf_home: Path, tmpdir: Path) -> dict[str, str]:
     the template to reading nothing at import that differs per worker), so one template can
     serve every session of a run (the xdist workers')."""
     tmpdir.mkdir(parents=True, exist_ok=True)
-    return dynamo_src.with_checkout(
-        {
-            **inherited_env(),
-            **run_env(dynamo_env.response_stream_host(LOOPBACK)),
-            **hugging_face_env(CPU, hf_home),
-            **stand_in_env(),
-            "CUDA_VISIBLE_DEVICES": "",
-            "TMPDIR": str(tmpdir),
-        }
-    )
+    return dynamo_src.with_checkout({
+        **inherited_env(),
+        **run_env(dynamo_env.response_stream_host(LOOPBACK)),
+        **hugging_face_env(CPU, hf_home),
+        **stand_in_env(),
+        "CUDA_VISIBLE_DEVICES": "",
+        "TMPDIR": str(tmpdir),
+    })

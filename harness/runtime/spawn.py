@@ -168,9 +168,7 @@ class Zygote:
             guest._gone.set()
             guest._ready.set()
             return guest
-        guest._conn = conn
-        guest._reader = threading.Thread(target=guest._read, name="zygote-reader", daemon=True)
-        guest._reader.start()
+        guest._read_from(conn)
         return guest
 
     @property
@@ -206,10 +204,14 @@ class Zygote:
             pass_fds=(child.fileno(),),
         ).start()
         child.close()
-        self._conn = parent
+        self._read_from(parent)
+        return self
+
+    def _read_from(self, conn: socket.socket) -> None:
+        """The template's messages on `conn`, read by a thread of their own from now on."""
+        self._conn = conn
         self._reader = threading.Thread(target=self._read, name="zygote-reader", daemon=True)
         self._reader.start()
-        return self
 
     def wait_ready(self, deadline: Deadline) -> TemplateInfo:
         """Block until the template has imported everything; fail at once if it died (in
