@@ -363,7 +363,7 @@ def test_a_stand_in_that_breaks_a_lora_update_is_the_harnesss_failure(deploy):
         runtime_cycle(deployment)
     assert not failure.value.find(LORA_REFUSED, "decode")
     message = _only_message(failure.value, STAND_IN_FAILED, "decode")
-    assert message.startswith("harness error, not Dynamo's: the CPU stand-in CpuTokenizerManager")
+    assert message.startswith("harness error, not Dynamo's: the CPU stand-in CpuScheduler")
     assert "python -m discovery_harness_workers.drift" in message
 
 

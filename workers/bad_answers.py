@@ -130,6 +130,11 @@ def _breaker(fault: str) -> Callable[[Any, Any], Any]:
 def _break_engine_text(fault: str) -> None:
     """The CPU engine stand-in generates no token, ignores max_tokens, or counts one prompt
     token more than the prompt has (generating and embedding)."""
+    from discovery_harness_workers import scheduler_faults
+
+    if scheduler_faults.current_era():
+        scheduler_faults.break_generation(fault)
+        return
     from discovery_harness_workers.stand_in_generation import StandInGeneration
 
     real = StandInGeneration._stream

@@ -241,25 +241,25 @@ def _transfer_round_trip(legacy: Any) -> list[str]:
 
 
 def current_report() -> list[str]:
-    """ai-dynamo 1.x with its sglang (discovery_harness_workers.cpu_engine)."""
+    """ai-dynamo 1.x with its sglang (discovery_harness_workers.cpu_engine, whose scheduler
+    stand-in answers on sglang's own scheduler boundary: scheduler_boundary checks it)."""
     from discovery_harness_workers import cpu_engine as stand_ins
+    from discovery_harness_workers import scheduler_boundary
 
     engine = _load("sglang.srt.entrypoints.engine.Engine")
-    tokenizer_manager = _load("sglang.srt.managers.tokenizer_manager.TokenizerManager")
     encoder = _load("sglang.srt.disaggregation.encoder.server.MMEncoder")
     problems: list[str] = []
     pairs: list[tuple[str, Any, Any]] = [
         ("Engine.__init__", engine.__init__, stand_ins.CpuEngine.__init__),
-        ("Engine.shutdown", engine.shutdown, stand_ins.CpuEngine.shutdown),
         (
-            "TokenizerManager.generate_request",
-            tokenizer_manager.generate_request,
-            stand_ins.CpuTokenizerManager.generate_request,
+            "Engine._launch_scheduler_processes",
+            engine._launch_scheduler_processes,
+            stand_ins.CpuEngine._launch_scheduler_processes,
         ),
         (
-            "TokenizerManager.abort_request",
-            tokenizer_manager.abort_request,
-            stand_ins.CpuTokenizerManager.abort_request,
+            "Engine._launch_detokenizer_subprocesses",
+            engine._launch_detokenizer_subprocesses,
+            stand_ins.CpuEngine._launch_detokenizer_subprocesses,
         ),
         ("MMEncoder.__init__", encoder.__init__, stand_ins.CpuMMEncoder.__init__),
         (
@@ -275,41 +275,19 @@ def current_report() -> list[str]:
     ]
     for label, real, stand_in in pairs:
         problems += compare_signatures(label, real, stand_in)
-    # What the stand-ins call or keep from the real classes.
+    # The generation path is sglang's own down to the scheduler: nothing of it is replaced.
+    problems += [
+        f"CpuEngine overrides Engine.{name} (only the launch hooks may be replaced)"
+        for name in vars(stand_ins.CpuEngine)
+        if callable(getattr(engine, name, None))
+        and name not in {"__init__", *LAUNCH_HOOKS}
+    ]
+    problems += missing_attributes("Engine", engine, ["async_generate", "async_encode"])
+    problems += scheduler_boundary.report()
     problems += missing_attributes(
-        "Engine",
-        engine,
-        [
-            "async_generate",
-            "async_encode",
-            "_ensure_event_loop",
-            "server_args_class",
-        ],
-    )
-    problems += missing_attributes(
-        "TokenizerManager",
-        tokenizer_manager,
-        [
-            "pause_generation",
-            "continue_generation",
-            "release_memory_occupation",
-            "resume_memory_occupation",
-        ],
-    )
-    problems += missing_attributes(
-        "ServerArgs", _load("sglang.srt.server_args.ServerArgs"), ["resolve_once"]
-    )
-    problems += missing_attributes(  # the input check the stand-in runs as the real one does
-        "GenerateReqInput",
-        _load("sglang.srt.managers.io_struct.GenerateReqInput"),
-        ["_validate_inputs"],
-    )
-    problems += _engine_construction()
-    problems += lora_report(tokenizer_manager)
-    problems += missing_attributes(
-        "sglang.srt.runtime_context",
-        importlib.import_module("sglang.srt.runtime_context"),
-        ["publish"],
+        "ModelConfig",
+        _load("sglang.srt.configs.model_config.ModelConfig"),
+        ["from_server_args"],
     )
     # Where Dynamo looks the replaced classes up, and the hook fault injection patches.
     problems += missing_attributes("sglang", importlib.import_module("sglang"), ["Engine"])
@@ -323,6 +301,10 @@ def current_report() -> list[str]:
         if name not in names
     ]
     return problems
+
+
+# The only Engine methods the current stand-in replaces: the two that start processes.
+LAUNCH_HOOKS = ("_launch_scheduler_processes", "_launch_detokenizer_subprocesses")
 
 
 def main() -> None:

@@ -223,6 +223,11 @@ def _lora_unload_drops_base() -> None:
 def _stand_in_lora_broken() -> None:
     """Not a Dynamo fault: the harness's own stand-in loses its LoRA bookkeeping (as the
     legacy one did before it called init_lora), so a LoRA load fails inside the stand-in."""
+    from discovery_harness_workers import scheduler_faults
+
+    if scheduler_faults.current_era():
+        scheduler_faults.break_lora_bookkeeping(_announce)
+        return
     from discovery_harness_workers.stand_in_generation import StandInGeneration
 
     def skipped(self: Any) -> None:

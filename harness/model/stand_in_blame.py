@@ -14,13 +14,14 @@ from collections.abc import Iterable
 from discovery_harness.model.violations import STAND_IN_FAILED, Violation
 
 _STAND_IN = re.compile(
-    r"\b(?:Legacy)?Cpu(?:TokenizerManager|Engine|MMEncoder\w*|LegacyMMEncoder|DiffGenerator"
-    r"|Connector|VisionTower)\b"
-    r"|discovery_harness_workers[/.](?:cpu_engine|legacy_stand_ins|legacy_encoder"
+    r"\b(?:Legacy)?Cpu(?:TokenizerManager|Engine|Scheduler|DetokenizerThread|MMEncoder\w*"
+    r"|LegacyMMEncoder|DiffGenerator|Connector|VisionTower)\b"
+    r"|discovery_harness_workers[/.](?:cpu_engine|cpu_scheduler|legacy_stand_ins|legacy_encoder"
     r"|stand_in_generation|cpu_sglang|torchvision_shim|release_stand_ins|zygote)\b"
 )
 WHERE = (
-    "workers/cpu_engine.py (sglang 0.5.21), workers/legacy_stand_ins.py and "
+    "workers/cpu_engine.py and workers/cpu_scheduler.py (sglang 0.5.21), "
+    "workers/legacy_stand_ins.py and "
     "workers/legacy_encoder.py (older releases); check them against the installed sglang with "
     "`python -m discovery_harness_workers.drift` in the release's environment"
 )

@@ -51,6 +51,8 @@ MARKERS = {
     "long": "a nightly item of over ~20 s whose check a cheaper item CI keeps also makes: "
     "left out of .ci/run's 15 minutes, run by the scheduled CPU workflow and with -m long",
     "selftest": "fault-injection self-tests of the harness's own checks",
+    "judges": "judges(NAME, ...): the test judges a part of the real system a tier may not run "
+    "(kv-transfer, model-numerics, gpu-memory); skipped by name on such a tier",
     "prestart": "the test calls deploy(scenario) once, with no options: the harness may start "
     "that deployment while earlier tests run (CPU tier, one process)",
     "harness_tests": "the harness's tests of itself (its checkout's tests/): in an -m "
@@ -215,6 +217,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         activate(config)
     for item in own:
         item.add_marker(scope.ITEM_MARKER)
+    if own:
+        _skip_what_the_tier_cannot_judge(config, own)
+
+
+def _skip_what_the_tier_cannot_judge(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that judges a part the chosen tier does not run is skipped, saying which."""
+    policy = chosen_tier(config)
+    for item in items:
+        judged = tuple(part for mark in item.iter_markers("judges") for part in mark.args)
+        reason = tier.skip_reason(policy, judged) if judged else None
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 def _first_lines(config: pytest.Config) -> None:
@@ -229,6 +243,11 @@ def _first_lines(config: pytest.Config) -> None:
     reporter.write_line(f"discovery harness: Dynamo: {dynamo_env.active().describe()}")
     models = describe_models(choice.tier, options.value(config, "model"))
     reporter.write_line(f"discovery harness: models: {models}")
+    if choice.tier.not_judged:
+        left_out = ", ".join(part.what for part in choice.tier.not_judged)
+        reporter.write_line(
+            f"discovery harness: not judged on this tier: {left_out} (docs/cpu-tier.md)"
+        )
     faults = config.stash[FAULTS_KEY]
     injected = ", ".join(f"{role}={fault}" for role, fault in faults.items())
     reporter.write_line(

@@ -55,6 +55,46 @@ class Deadlines:
 
 
 @dataclass(frozen=True)
+class NotJudged:
+    """A part of the real system a tier does not run, so no check of it can pass there: a
+    test that judges it says so (`@pytest.mark.judges(NAME)`) and is skipped by name."""
+
+    name: str
+    what: str
+    why: str
+
+
+# What the CPU tier's stand-ins leave out (docs/cpu-tier.md says each in full).
+CPU_NOT_JUDGED = (
+    NotJudged(
+        "kv-transfer",
+        "KV transfer between prefill and decode",
+        "no KV cache to move: each disaggregated worker's stand-in scheduler answers alone",
+    ),
+    NotJudged(
+        "model-numerics",
+        "real model numerics",
+        "the stand-in model always continues with the same reply from fixed logprobs: "
+        "temperature, top_p, seeds and grammars change nothing",
+    ),
+    NotJudged(
+        "gpu-memory",
+        "GPU memory",
+        "no KV pool, memory fraction, CUDA graph or out-of-memory; cached_tokens is always 0",
+    ),
+)
+
+
+def skip_reason(policy: TierPolicy, judged: tuple[str, ...]) -> str | None:
+    """Why a test that judges `judged` cannot run on `policy`'s tier (None: it can)."""
+    missing = [part for part in policy.not_judged if part.name in judged]
+    if not missing:
+        return None
+    parts = "; ".join(f"{part.what} ({part.why})" for part in missing)
+    return f"the {policy.name} tier cannot judge {parts}"
+
+
+@dataclass(frozen=True)
 class TierPolicy:
     """Everything that differs between the tiers; all else is the same command."""
 
@@ -71,6 +111,7 @@ class TierPolicy:
     stand_ins: bool  # the worker's python children get the stand-ins (workers/startup)
     template: bool  # workers may be forked from a pre-imported template (the default)
     progress: bool  # live start-up lines by default (starts take minutes)
+    not_judged: tuple[NotJudged, ...] = ()  # parts of the real system it does not run
 
     def describe(self) -> dict[str, str]:
         """Aspect -> how this tier does it (the plan's tier table)."""
@@ -127,14 +168,16 @@ class TierPolicy:
                 else "always a fresh process"
             ),
             "start-up lines": "on (--progress auto)" if self.progress else "with --progress on",
+            "not judged": ", ".join(part.what for part in self.not_judged) or "nothing left out",
         }
 
 
 CPU = TierPolicy(
     name="cpu",
     engine_module="discovery_harness_workers.cpu_sglang",
-    engine_note="dynamo.sglang's own main.worker; sglang's Engine, MMEncoder and DiffGenerator "
-    "replaced by CPU stand-ins",
+    engine_note="dynamo.sglang's own main.worker and sglang's own Engine, TokenizerManager and "
+    "DetokenizerManager; sglang's scheduler, MMEncoder and DiffGenerator replaced by CPU "
+    "stand-ins",
     device_argv=("--device", "cpu"),
     tiny_models=True,
     private_hf_home=True,
@@ -150,6 +193,7 @@ CPU = TierPolicy(
     stand_ins=True,
     template=True,
     progress=False,
+    not_judged=CPU_NOT_JUDGED,
 )
 GPU = TierPolicy(
     name="gpu",
