@@ -50,7 +50,7 @@ def break_generation(fault: str) -> None:
                 output.prompt_tokens = [count + 1 for count in counts]
             send(socket, output, recv_obj)
 
-        CpuScheduler._send = staticmethod(one_more)  # type: ignore[method-assign,assignment]
+        CpuScheduler._send = staticmethod(one_more)  # type: ignore[method-assign]
 
 
 def break_lora_bookkeeping(announce: Any) -> None:
