@@ -27,6 +27,7 @@ from discovery_harness.bisect import command as bisect_command
 from discovery_harness.cli import conformance, models
 from discovery_harness.cli.tables import catalogue_doc, gpu_table, topologies_table
 from discovery_harness.common import child
+from discovery_harness.common.ctrl_c import take_ctrl_c
 from discovery_harness.common.exits import USAGE_ERROR
 from discovery_harness.model import catalogue as catalogue_module
 from discovery_harness.runtime.tier import GPU, TIERS
@@ -118,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    take_ctrl_c()  # the console script's first act too (docs: common/ctrl_c.py)
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["preflight"]:  # its own options (standard library only)
         from discovery_harness.runtime.preflight import main as preflight

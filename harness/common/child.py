@@ -7,7 +7,9 @@ threads (`history -j N`) never see a KeyboardInterrupt: the main thread calls
 `interrupt_all`, which passes Ctrl-C on to each running child and refuses new ones. A
 command running children takes a termination request (SIGTERM, SIGHUP: a CI job cancelled, a
 closed terminal) as Ctrl-C (`termination_as_ctrl_c`): its children, in sessions of their own,
-would otherwise be left running.
+would otherwise be left running. Each command took SIGINT back first (common/ctrl_c.py), so a
+child starts with SIGINT at its default even when a script's `&` handed the command SIGINT
+ignored (a child inherits an ignored signal, never a handler).
 """
 
 from __future__ import annotations

@@ -14,14 +14,16 @@ import os
 import signal
 import sys
 import tempfile
-import threading
+import time
 from pathlib import Path
+from typing import NamedTuple
 
 from discovery_harness.common.exits import USAGE_ERROR
 from discovery_harness.deployment import Deployment, Settings
 from discovery_harness.deployment.session_setup import standalone_session
 from discovery_harness.deployment.worker import Worker
 from discovery_harness.model import catalogue as catalogue_module
+from discovery_harness.model.topology import Topology
 from discovery_harness.model.violations import ContractFailure
 from discovery_harness.processes import ports
 from discovery_harness.processes.infra import PROVIDERS, InfraUnavailable
@@ -57,40 +59,56 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
 
 
+class StopRequest:
+    """SIGINT or SIGTERM asks `up` to stop. The handler only records it, taking no lock: a
+    handler runs between two bytecodes of the main thread, maybe inside a lock that thread
+    holds (threading.Event.set from a handler can deadlock on the Event's own lock)."""
+
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+
+    def __call__(self, signum: int, _frame: object) -> None:
+        self.signals.append(signum)
+
+    def wait(self, poll_s: float = 0.2) -> None:
+        """Until a stop is asked for (a sleep is cut short by a signal, then resumed)."""
+        while not self.signals:
+            time.sleep(poll_s)
+
+
+class _Prepared(NamedTuple):
+    topology: Topology
+    faults: dict[str, str]
+    tier: tier.TierPolicy
+    spawn_mode: str
+
+
 def up_command(args: argparse.Namespace) -> int:
-    catalogue = catalogue_module.load()
+    stop = StopRequest()
     try:
-        chosen = tier.choose(args.tier).tier
-        lines: list[str] = []
-        if args.dynamo_src:
-            _, lines = dynamo_fit.use(args.dynamo_src, os.environ.get(dynamo_env.ENV_VARIABLE))
-        for line in [*lines, *dynamo_fit.probe_before_start(chosen)]:
-            print(f"harness up: {line}", flush=True)
-        version = dynamo_env.active().version
-        topology = catalogue.topology(args.topology).for_release(version)
-        faults = usage.injected_faults(args.inject_fault, catalogue)
-        strangers = sorted(set(faults) - {w.role for w in topology.workers})
-        if strangers:
-            raise ValueError(f"--inject-fault: {topology.name} has no role {strangers}")
-        if faults and not chosen.fault_injection:
-            raise ValueError("--inject-fault needs the CPU tier (faults live in its launcher)")
-        if args.port_range:
-            ports.use_range(args.port_range)
-        mode = spawn.spawn_mode(args.spawn, chosen, dynamo_env.active().own)
+        # SIGINT is Ctrl-C from the very start (cli.app.main takes it even when a script's
+        # `&` handed it ignored): until the stop handler is in, it ends `up`, nothing started.
+        prepared = _prepare(args)
+        install_cleanup_handlers()  # atexit: nothing left even on an unexpected exit
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, stop)  # from here on a stop request: all started, stopped whole
+    except KeyboardInterrupt:
+        print("harness up: interrupted before anything started", file=sys.stderr, flush=True)
+        return 130
     except (KeyError, ValueError, LookupError) as bad:
         print(f"harness up: {bad.args[0] if bad.args else bad}", file=sys.stderr, flush=True)
         return USAGE_ERROR
-    stop = threading.Event()
-    install_cleanup_handlers()  # atexit: nothing left even on an unexpected exit
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="harness-up-"))
-    settings = Settings(tier=chosen, spawn=mode)
+    settings = Settings(tier=prepared.tier, spawn=prepared.spawn_mode)
     try:
         with (
             standalone_session(args.infra, settings, workdir) as session,
             Deployment(
-                topology, session, faults=faults, fault_delay_s=args.fault_delay, strict=True
+                prepared.topology,
+                session,
+                faults=prepared.faults,
+                fault_delay_s=args.fault_delay,
+                strict=True,
             ) as deployment,
         ):
             verdict = _start(deployment)
@@ -102,6 +120,30 @@ def up_command(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     print("harness up: stopped; every process it started has exited", flush=True)
     return 0
+
+
+def _prepare(args: argparse.Namespace) -> _Prepared:
+    """What to start, checked before anything starts (bad input: KeyError, ValueError,
+    LookupError)."""
+    catalogue = catalogue_module.load()
+    chosen = tier.choose(args.tier).tier
+    lines: list[str] = []
+    if args.dynamo_src:
+        _, lines = dynamo_fit.use(args.dynamo_src, os.environ.get(dynamo_env.ENV_VARIABLE))
+    for line in [*lines, *dynamo_fit.probe_before_start(chosen)]:
+        print(f"harness up: {line}", flush=True)
+    version = dynamo_env.active().version
+    topology = catalogue.topology(args.topology).for_release(version)
+    faults = usage.injected_faults(args.inject_fault, catalogue)
+    strangers = sorted(set(faults) - {w.role for w in topology.workers})
+    if strangers:
+        raise ValueError(f"--inject-fault: {topology.name} has no role {strangers}")
+    if faults and not chosen.fault_injection:
+        raise ValueError("--inject-fault needs the CPU tier (faults live in its launcher)")
+    if args.port_range:
+        ports.use_range(args.port_range)
+    mode = spawn.spawn_mode(args.spawn, chosen, dynamo_env.active().own)
+    return _Prepared(topology, faults, chosen, mode)
 
 
 def _start(deployment: Deployment) -> str:
