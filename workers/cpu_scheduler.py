@@ -480,8 +480,15 @@ class CpuDetokenizerThread:
         self._thread = threading.Thread(target=self._run, name="cpu-tier-detokenizer", daemon=True)
 
     def _run(self) -> None:
+        from sglang.srt.runtime_context import get_serving
+
+        # As sglang's run_detokenizer_process: with several tokenizer workers (Dynamo's
+        # gateway), outputs go back to each worker by its own socket.
         try:
-            self.manager.event_loop()
+            if get_serving().tokenizer_worker_num == 1:
+                self.manager.event_loop()
+            else:
+                self.manager.multi_http_worker_event_loop()
         except zmq.ContextTerminated:
             return
 
