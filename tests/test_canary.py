@@ -71,6 +71,21 @@ def test_an_error_the_handler_logged_for_its_canary_is_a_rejection_though_answer
     assert read_canaries([error, SENT, OK]).succeeded == 1  # an error outside a canary
 
 
+def test_a_handlers_error_in_sglangs_log_format_is_a_rejection_too():
+    """Once sglang's Engine has started it owns the Python log format (its configure_logger
+    replaces the root handlers): no level, no target; the error is known by its words."""
+    error = "[2026-12-08 00:44:04] Error in multimodal generation: 1 validation error for Req"
+    lines = [SENT, SENDING, error, "request", "  Field required [type=missing]", "Traceback (m"]
+    log = read_canaries([*lines, OK])
+    assert log.succeeded == 0 and len(log.failures) == 1
+    assert log.failures[0].error == (
+        "Error in multimodal generation: 1 validation error for Req request Field required "
+        "[type=missing]"
+    )
+    info = "[2026-12-08 00:44:04] CpuScheduler for /models/x (no scheduler process)"
+    assert read_canaries([SENT, SENDING, info, OK]).succeeded == 1
+
+
 def test_the_system_servers_503_access_line_inside_a_canary_is_not_the_handlers_error():
     """The gateway interleaving CI caught: the harness's own /health read answered 503 (the
     system server logs it at ERROR) between a canary's send and its success."""

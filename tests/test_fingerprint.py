@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from discovery_harness.deployment.fingerprint import (
     answer_fingerprint,
     differences,
@@ -47,3 +49,26 @@ def test_answers_compare_without_per_call_ids():
     assert differences(
         answer_fingerprint(reply("hi", "a"), "m-1"), answer_fingerprint(reply("ho", "a"), "m-1")
     ) == ["[2]/choices[0]: 'hi' != 'ho'"]
+
+
+def test_a_stream_compares_as_a_whole_whatever_its_chunking():
+    def stream(*pieces: str) -> Reply:
+        events = [
+            {
+                "id": str(i),
+                "object": "chat.completion.chunk",
+                "model": "m-1",
+                "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+            }
+            for i, piece in enumerate(pieces)
+        ]
+        events[-1]["choices"][0]["finish_reason"] = "length"
+        body = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+        return Reply("chat_stream", "/v1/chat/completions", 200, None, body)
+
+    assert answer_fingerprint(stream("Hel", "lo"), "m-1") == answer_fingerprint(
+        stream("H", "e", "llo"), "m-1"
+    )
+    assert differences(
+        answer_fingerprint(stream("Hello"), "m-1"), answer_fingerprint(stream("Help"), "m-1")
+    ) == ["[2]/choices[0]/text: 'Hello' != 'Help'"]

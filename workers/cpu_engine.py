@@ -16,60 +16,24 @@ these rely on change.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from sglang.srt.configs.model_config import ModelConfig
-from sglang.srt.entrypoints.engine import Engine, SchedulerInitResult
+from sglang.srt.entrypoints.engine import Engine
 from sglang.srt.server_args import ServerArgs
 
-from discovery_harness_workers.cpu_scheduler import CpuDetokenizerThread, CpuScheduler
+from discovery_harness_workers.cpu_scheduler import SchedulerCut
 
 logger = logging.getLogger("discovery_harness_workers.cpu_engine")
 
-SKIP_KERNEL_CHECK = "SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK"
 IMAGE_GRID_THW = (1, 4, 4)  # one frame of 4x4 patches -> 4 tokens after a 2x2 merge
 
 
-class CpuEngine(Engine):
+class CpuEngine(SchedulerCut, Engine):
     """sglang's Engine whose scheduler and detokenizer run inside the worker's process."""
 
-    # The stand-ins this process started (one engine per worker process).
-    stand_ins: list[Any] = []
-
-    def __init__(self, **kwargs: Any) -> None:
-        # sglang checks the GPU kernel packages' versions (flashinfer, sgl-kernel) before it
-        # launches anything; the CPU tier has neither, and runs no kernel of theirs.
-        os.environ.setdefault(SKIP_KERNEL_CHECK, "1")
-        super().__init__(**kwargs)
-
-    @classmethod
-    def _launch_scheduler_processes(
-        cls,
-        server_args: ServerArgs,
-        port_args: Any,
-        run_scheduler_process_func: Any,
-        *,
-        placement_group: Any = None,
-    ) -> tuple[SchedulerInitResult, list[Any]]:
-        """The scheduler stand-in on the scheduler's sockets; no process, no GPU."""
-        scheduler = CpuScheduler(server_args, port_args)
-        scheduler.start()
-        cls.stand_ins.append(scheduler)
-        logger.info("CPU stand-in scheduler for %s (no scheduler process)", server_args.model_path)
-        return SchedulerInitResult(scheduler_infos=[scheduler.info()], all_child_pids=[]), []
-
-    @classmethod
-    def _launch_detokenizer_subprocesses(
-        cls, server_args: ServerArgs, port_args: Any, run_detokenizer_process_func: Any
-    ) -> tuple[list[Any], list[str]]:
-        """sglang's own DetokenizerManager, in a thread instead of a process."""
-        detokenizer = CpuDetokenizerThread(server_args, port_args)
-        detokenizer.start()
-        cls.stand_ins.append(detokenizer)
-        return [], []
 
 @dataclass
 class _PreprocessResult:

@@ -21,9 +21,11 @@ the installed sglang (`boundary_report`).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import math
+import os
 import threading
 from array import array
 from collections.abc import Callable
@@ -36,6 +38,7 @@ logger = logging.getLogger("discovery_harness_workers.cpu_scheduler")
 # What the stand-in "generates": real tokens of the tiny model's tokenizer.
 REPLY_TEXT = "Hello! The quick brown fox jumps over the lazy dog."
 MAX_TOTAL_TOKENS = 65536  # the KV pool a profiled scheduler would report
+SKIP_KERNEL_CHECK = "SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK"
 EMBEDDING_DIM = 16  # only where the model config says no hidden size
 TOP_PROBABILITY = 0.9  # the reply token's probability; the rest halve from 0.05 down
 
@@ -372,17 +375,22 @@ class CpuScheduler:
         from sglang.srt.runtime_context import get_serving
         from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
+        settings = {
+            "return_logprob": any(req.return_logprob for req in reqs),
+            "return_hidden_states": False,
+            "return_routed_experts": False,
+            "return_indexer_topk": False,
+            "spec_algorithm": SpeculativeAlgorithm.NONE,
+            "disaggregation_mode": self.disaggregation_mode,
+            "default_stream_interval": get_serving().stream_interval,
+            "default_force_stream_interval": _force_stream_interval(),
+            "get_cached_tokens_details": lambda req: None,
+            "current_weight_version": getattr(get_serving(), "weight_version", None),
+        }
+        # The settings this sglang's accumulator takes (0.5.18 has no weight version).
+        taken = {field.name for field in dataclasses.fields(_GenerationStreamAccumulator)}
         acc = _GenerationStreamAccumulator(
-            return_logprob=any(req.return_logprob for req in reqs),
-            return_hidden_states=False,
-            return_routed_experts=False,
-            return_indexer_topk=False,
-            spec_algorithm=SpeculativeAlgorithm.NONE,
-            disaggregation_mode=self.disaggregation_mode,
-            default_stream_interval=get_serving().stream_interval,
-            default_force_stream_interval=_force_stream_interval(),
-            get_cached_tokens_details=lambda req: None,
-            current_weight_version=get_serving().weight_version,
+            **{name: value for name, value in settings.items() if name in taken}
         )
         for req in reqs:
             if req.finished() and req.finished_output:
@@ -494,3 +502,84 @@ class CpuDetokenizerThread:
 
     def start(self) -> None:
         self._thread.start()
+
+
+class SchedulerCut:
+    """Mixed into a release's own `sglang.Engine` (sglang 0.5.18 on): its two launch hooks
+    that would start the scheduler and detokenizer processes run the stand-in scheduler and
+    the real detokenizer in this process; everything else of the Engine is sglang's."""
+
+    # The stand-ins this process started (one engine per worker process).
+    stand_ins: list[Any] = []
+
+    def __init__(self, **kwargs: Any) -> None:
+        # sglang checks the GPU kernel packages' versions (flashinfer, sgl-kernel) before it
+        # launches anything; the CPU tier has neither, and runs no kernel of theirs.
+        os.environ.setdefault(SKIP_KERNEL_CHECK, "1")
+        _image_preprocessing_on_the_cpu()
+        super().__init__(**kwargs)
+
+    @classmethod
+    def _launch_scheduler_processes(
+        cls,
+        server_args: Any,
+        port_args: Any,
+        run_scheduler_process_func: Any,
+        *,
+        placement_group: Any = None,
+    ) -> tuple[Any, list[Any]]:
+        """The scheduler stand-in on the scheduler's sockets; no process, no GPU."""
+        from sglang.srt.entrypoints.engine import SchedulerInitResult
+
+        scheduler = CpuScheduler(server_args, port_args)
+        scheduler.start()
+        cls.stand_ins.append(scheduler)
+        logger.info("CpuScheduler for %s (no scheduler process)", server_args.model_path)
+        return SchedulerInitResult(scheduler_infos=[scheduler.info()], all_child_pids=[]), []
+
+    @classmethod
+    def _launch_detokenizer_subprocesses(
+        cls, server_args: Any, port_args: Any, run_detokenizer_process_func: Any
+    ) -> tuple[list[Any], list[str]]:
+        """sglang's own DetokenizerManager, in a thread instead of a process."""
+        detokenizer = CpuDetokenizerThread(server_args, port_args)
+        detokenizer.start()
+        cls.stand_ins.append(detokenizer)
+        return [], []
+
+
+def _image_preprocessing_on_the_cpu() -> None:
+    """sglang 0.5.18's multimodal processor sends images to the GPU for preprocessing
+    (`_fast_image_processor_device` names `cuda:N` wherever the platform is not a CPU one;
+    0.5.21 leaves a CUDA-less platform's device unset): on the CPU tier they stay on the CPU,
+    as the processor's own default."""
+    try:
+        from sglang.srt.multimodal.processors.base_processor import BaseMultimodalProcessor
+    except ImportError:
+        return
+    real = getattr(BaseMultimodalProcessor, "_fast_image_processor_device", None)
+    if real is None or getattr(real, "cpu_tier", False):
+        return
+
+    def on_the_cpu(self: Any, processor: Any) -> str | None:
+        device = real(self, processor)
+        return None if device and device.startswith("cuda") else device
+
+    on_the_cpu.cpu_tier = True  # type: ignore[attr-defined]
+    BaseMultimodalProcessor._fast_image_processor_device = on_the_cpu
+
+
+def cut_at_the_scheduler(engine: type) -> bool:
+    """Whether a release's Engine has the launch hooks and its scheduler the stream
+    accumulator the stand-in builds on."""
+    try:
+        from sglang.srt.managers.scheduler_components import output_streamer
+    except ImportError:
+        return False
+    return all(hasattr(engine, hook) for hook in LAUNCH_HOOKS) and hasattr(
+        output_streamer, "_GenerationStreamAccumulator"
+    )
+
+
+# The only Engine methods the stand-in replaces: the two that start processes.
+LAUNCH_HOOKS = ("_launch_scheduler_processes", "_launch_detokenizer_subprocesses")

@@ -58,26 +58,30 @@ def legacy_report(choice: Any) -> list[str]:
 
     legacy.install_kernel_placeholder()
     originals = _replaced_classes(choice)  # before the stand-ins take their names
+    real_engine = _load("sglang.srt.entrypoints.engine.Engine")
     release_stand_ins.install(choice)
-    engine = _load("sglang.srt.entrypoints.engine.Engine")
     tokenizer_manager = _load("sglang.srt.managers.tokenizer_manager.TokenizerManager")
-    stand_in_engine, stand_in_manager = legacy.legacy_engine_classes()
-    pairs = [
-        ("Engine.__init__", engine.__init__, stand_in_engine.__init__),
-        ("Engine.shutdown", engine.shutdown, stand_in_engine.shutdown),
-        (
-            "TokenizerManager.generate_request",
-            tokenizer_manager.generate_request,
-            stand_in_manager.generate_request,
-        ),
-        (
-            "TokenizerManager.abort_request",
-            tokenizer_manager.abort_request,
-            stand_in_manager.abort_request,
-        ),
-    ]
-    problems = [p for label, real, fake in pairs for p in compare_signatures(label, real, fake)]
-    problems += missing_attributes("Engine", engine, ["async_generate", "async_encode"])
+    cut = legacy.engine_class() is not legacy.legacy_engine_classes()[0]
+    if cut:  # sglang 0.5.18 on: only the scheduler stood in for
+        problems = scheduler_cut_report(real_engine, legacy.engine_class())
+    else:
+        stand_in_engine, stand_in_manager = legacy.legacy_engine_classes()
+        pairs = [
+            ("Engine.__init__", real_engine.__init__, stand_in_engine.__init__),
+            ("Engine.shutdown", real_engine.shutdown, stand_in_engine.shutdown),
+            (
+                "TokenizerManager.generate_request",
+                tokenizer_manager.generate_request,
+                stand_in_manager.generate_request,
+            ),
+            (
+                "TokenizerManager.abort_request",
+                tokenizer_manager.abort_request,
+                stand_in_manager.abort_request,
+            ),
+        ]
+        problems = [p for label, r, fake in pairs for p in compare_signatures(label, r, fake)]
+    problems += missing_attributes("Engine", real_engine, ["async_generate", "async_encode"])
     problems += _engine_construction()
     problems += missing_attributes("sglang", importlib.import_module("sglang"), ["Engine"])
     register = importlib.import_module("dynamo.sglang.register")
@@ -93,7 +97,7 @@ def legacy_report(choice: Any) -> list[str]:
         problems += _vision_tower_report(legacy)
     if choice.mm_encoder_module:
         problems += _mm_encoder_report(originals["MMEncoder"])
-    if not choice.vision_tower:  # Dynamo 1.0+ serves load_lora / unload_lora
+    if not choice.vision_tower and not cut:  # 1.0+ serves load_lora: the stand-in's LoRA
         problems += lora_report(tokenizer_manager)
     if choice.diff_generator:
         problems += diff_generator_report(choice.diff_generator)
@@ -244,23 +248,11 @@ def current_report() -> list[str]:
     """ai-dynamo 1.x with its sglang (discovery_harness_workers.cpu_engine, whose scheduler
     stand-in answers on sglang's own scheduler boundary: scheduler_boundary checks it)."""
     from discovery_harness_workers import cpu_engine as stand_ins
-    from discovery_harness_workers import scheduler_boundary
 
     engine = _load("sglang.srt.entrypoints.engine.Engine")
     encoder = _load("sglang.srt.disaggregation.encoder.server.MMEncoder")
     problems: list[str] = []
     pairs: list[tuple[str, Any, Any]] = [
-        ("Engine.__init__", engine.__init__, stand_ins.CpuEngine.__init__),
-        (
-            "Engine._launch_scheduler_processes",
-            engine._launch_scheduler_processes,
-            stand_ins.CpuEngine._launch_scheduler_processes,
-        ),
-        (
-            "Engine._launch_detokenizer_subprocesses",
-            engine._launch_detokenizer_subprocesses,
-            stand_ins.CpuEngine._launch_detokenizer_subprocesses,
-        ),
         ("MMEncoder.__init__", encoder.__init__, stand_ins.CpuMMEncoder.__init__),
         (
             "MMEncoder._prepare_encode_context",
@@ -275,15 +267,8 @@ def current_report() -> list[str]:
     ]
     for label, real, stand_in in pairs:
         problems += compare_signatures(label, real, stand_in)
-    # The generation path is sglang's own down to the scheduler: nothing of it is replaced.
-    problems += [
-        f"CpuEngine overrides Engine.{name} (only the launch hooks may be replaced)"
-        for name in vars(stand_ins.CpuEngine)
-        if callable(getattr(engine, name, None))
-        and name not in {"__init__", *LAUNCH_HOOKS}
-    ]
+    problems += scheduler_cut_report(engine, stand_ins.CpuEngine)
     problems += missing_attributes("Engine", engine, ["async_generate", "async_encode"])
-    problems += scheduler_boundary.report()
     problems += missing_attributes(
         "ModelConfig",
         _load("sglang.srt.configs.model_config.ModelConfig"),
@@ -303,8 +288,31 @@ def current_report() -> list[str]:
     return problems
 
 
-# The only Engine methods the current stand-in replaces: the two that start processes.
-LAUNCH_HOOKS = ("_launch_scheduler_processes", "_launch_detokenizer_subprocesses")
+def scheduler_cut_report(real: Any, stand_in: Any) -> list[str]:
+    """An engine cut at the scheduler: its launch hooks as the real ones, no other method of
+    the real Engine replaced, and the scheduler boundary as recorded for this sglang."""
+    from discovery_harness_workers import scheduler_boundary
+    from discovery_harness_workers.cpu_scheduler import LAUNCH_HOOKS
+
+    problems = compare_signatures("Engine.__init__", real.__init__, stand_in.__init__)
+    for hook in LAUNCH_HOOKS:
+        problems += missing_attributes("Engine", real, [hook])
+        if hasattr(real, hook):
+            problems += compare_signatures(
+                f"Engine.{hook}", getattr(real, hook), getattr(stand_in, hook)
+            )
+    # The generation path is sglang's own down to the scheduler: nothing of it replaced.
+    overridden = {
+        name
+        for klass in stand_in.__mro__[: stand_in.__mro__.index(real)]
+        for name in vars(klass)
+        if callable(getattr(real, name, None))
+    }
+    problems += [
+        f"the engine stand-in overrides Engine.{name} (only the launch hooks may be replaced)"
+        for name in sorted(overridden - {"__init__", *LAUNCH_HOOKS})
+    ]
+    return problems + scheduler_boundary.report()
 
 
 def main() -> None:

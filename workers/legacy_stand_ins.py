@@ -246,3 +246,16 @@ def legacy_engine_classes() -> tuple[Any, Any]:
             """Nothing was launched, so nothing to stop."""
 
     return LegacyCpuEngine, LegacyCpuTokenizerManager
+
+
+@functools.cache
+def engine_class() -> Any:
+    """The release's engine stand-in: cut at the scheduler where its sglang has the launch
+    hooks (0.5.18 on), else the whole generate_request stood in for (LegacyCpuEngine)."""
+    from sglang.srt.entrypoints.engine import Engine
+
+    from discovery_harness_workers.cpu_scheduler import SchedulerCut, cut_at_the_scheduler
+
+    if cut_at_the_scheduler(Engine):
+        return type("CpuEngine", (SchedulerCut, Engine), {"__module__": __name__})
+    return legacy_engine_classes()[0]

@@ -96,7 +96,7 @@ def install(choice: StandInChoice) -> None:
     import sglang
     import sglang.srt.entrypoints.engine as engine_module
 
-    engine, _ = legacy.legacy_engine_classes()
+    engine = legacy.engine_class()
     sglang.Engine = engine
     engine_module.Engine = engine
     if choice.nixl_connector:

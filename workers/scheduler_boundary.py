@@ -7,7 +7,8 @@ reviewed against has its fields recorded in
 difference, so an sglang bump breaks here, loudly, before the stand-in drifts.
 
 `python -m discovery_harness_workers.scheduler_boundary` prints the installed release's
-fields as a record entry (after reviewing `cpu_scheduler.py` against the new release).
+fields as a record entry (after reviewing `cpu_scheduler.py` against the new release), and
+with `--write` adds it to the record module.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import dataclasses
 import importlib
 import inspect
 import json
+import sys
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 IO_STRUCTS = (
@@ -125,8 +128,24 @@ def report() -> list[str]:
     return [f"sglang {release}: {problem}" for problem in differences(recorded, installed())]
 
 
+RECORD_HEADER = '''"""The scheduler boundary of each sglang release the CPU stand-in was
+reviewed against (written by `python -m discovery_harness_workers.scheduler_boundary
+--write`; checked by its `report`)."""
+
+RECORDED: dict[str, dict[str, list[str]]] = '''
+
+
 def main() -> None:
-    print(json.dumps({version("sglang"): installed()}, indent=4))
+    entry = {version("sglang"): installed()}
+    if "--write" not in sys.argv[1:]:
+        print(json.dumps(entry, indent=4))
+        return
+    from discovery_harness_workers import scheduler_boundary_record
+
+    recorded = {**scheduler_boundary_record.RECORDED, **entry}
+    path = Path(scheduler_boundary_record.__file__)
+    path.write_text(RECORD_HEADER + json.dumps(dict(sorted(recorded.items())), indent=4) + "\n")
+    print(f"recorded sglang {version('sglang')} in {path}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The engine faults of the 1.6 era, where the CPU stand-in is sglang's scheduler
+"""The engine faults where the CPU stand-in is sglang's scheduler
 (discovery_harness_workers.cpu_scheduler): what workers/bad_answers.py's engine faults and
 workers/faults.py's stand-in fault do there. Older eras break their generate_request stand-in
 (discovery_harness_workers.stand_in_generation) instead."""
@@ -9,11 +9,13 @@ from typing import Any
 
 
 def current_era() -> bool:
-    """Whether the installed release runs the scheduler stand-in."""
-    from discovery_harness_workers import release_stand_ins
+    """Whether this worker's engine is cut at the scheduler (the stand-ins are installed
+    before any fault)."""
+    import sglang.srt.entrypoints.engine as engine_module
 
-    choice = release_stand_ins.choice_for(release_stand_ins.installed_release())
-    return choice.engine == "current"
+    from discovery_harness_workers.cpu_scheduler import SchedulerCut
+
+    return issubclass(engine_module.Engine, SchedulerCut)
 
 
 def break_generation(fault: str) -> None:

@@ -67,14 +67,38 @@ def answer_fingerprint(reply: Reply, model_name: str) -> tuple[str, int, Any]:
         return value
 
     body: Any
-    if reply.body.startswith("data:"):  # a stream: its events
-        body, _ = sse_events(reply.body)
+    if reply.body.startswith("data:"):  # a stream, as a whole (its chunking is timing's)
+        events, _ = sse_events(reply.body)
+        body = stream_as_a_whole(events)
     else:
         try:
             body = json.loads(reply.body)
         except ValueError:
             body = reply.body
     return reply.kind, reply.status, walk(body)
+
+
+def stream_as_a_whole(events: list[Any]) -> dict[str, Any]:
+    """A stream's events as one answer: each choice's text (chat deltas or completion text)
+    joined, its role and last finish reason, and the last event's other fields. Where a
+    stream is cut into chunks depends on timing (sglang coalesces what arrived while the
+    client read), on a GPU as on the CPU tier, so only the whole is compared."""
+    choices: dict[int, dict[str, Any]] = {}
+    whole: dict[str, Any] = {}
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        whole.update({key: value for key, value in event.items() if key != "choices"})
+        for choice in event.get("choices") or []:
+            merged = choices.setdefault(choice.get("index", 0), {"text": ""})
+            delta = choice.get("delta") or {}
+            merged["text"] += delta.get("content") or choice.get("text") or ""
+            if delta.get("role"):
+                merged["role"] = delta["role"]
+            if choice.get("finish_reason") is not None:
+                merged["finish_reason"] = choice["finish_reason"]
+    whole["choices"] = [choices[index] for index in sorted(choices)]
+    return whole
 
 
 def differences(left: Any, right: Any, path: str = "") -> list[str]:

@@ -38,6 +38,11 @@ _DYNAMO_MESSAGE = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)"')
 # own lines name Rust targets ("a::b"): the system server's access line for a 503 it answered
 # (`tower_http::trace::on_failure`, the harness's own /health reads) is never the handler's.
 _HANDLER_ERROR = re.compile(r"Z\s+ERROR\s+(?P<target>[\w.]+): (?P<error>.+)")
+# The same error once sglang's Engine has started: its launch calls configure_logger, which
+# replaces the root logger's handlers with its own format ("[2026-12-08 00:44:04] message":
+# no level, no target), so a handler's error is known by its words.
+_SGLANG_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] ")
+_SGLANG_ERROR = re.compile(_SGLANG_LINE.pattern + r"(?P<error>(?:Error|Exception)\b.+)")
 # A runtime line inside a span ("ERROR handle_payload: dynamo_runtime::...::push_handler: ..."):
 # the request plane's, for a real request (the canary goes through the local registry).
 _RUST_TARGET = re.compile(r"^\w+(?:::\w+)+: ")
@@ -226,7 +231,10 @@ def handler_error(line: str) -> str | None:
     (never a Rust target such as the system server's access line for a 503 it answered),
     and not from the function of another endpoint the worker serves."""
     match = _HANDLER_ERROR.search(line)
-    if match is None or match["target"].rsplit(".", 1)[-1] in OTHER_ENDPOINTS:
+    if match is None:
+        logged_by_sglang = _SGLANG_ERROR.match(line)
+        return logged_by_sglang["error"] if logged_by_sglang else None
+    if match["target"].rsplit(".", 1)[-1] in OTHER_ENDPOINTS:
         return None
     if _RUST_TARGET.match(match["error"]):
         return None
@@ -242,7 +250,8 @@ def _handler_error(match: re.Match[str]) -> str:
 
 def _continues(line: str) -> bool:
     """A line of the error message itself: no stamp of its own, before any traceback."""
-    return bool(line.strip()) and _STAMP.match(line) is None and not line.startswith(
+    stamped = _STAMP.match(line) or _SGLANG_LINE.match(line)
+    return bool(line.strip()) and stamped is None and not line.startswith(
         ("Traceback", "  File ", "    ")
     )
 
