@@ -570,14 +570,18 @@ def _image_preprocessing_on_the_cpu() -> None:
 
 
 def cut_at_the_scheduler(engine: type) -> bool:
-    """Whether a release's Engine has the launch hooks and its scheduler the stream
-    accumulator the stand-in builds on."""
+    """Whether a release's Engine has the launch hooks, its scheduler the stream accumulator,
+    and its settings the runtime context the stand-in reads (sglang 0.5.18 on; 0.5.14 and
+    0.5.16 have the hooks but read their settings off the server args)."""
     try:
+        from sglang.srt import runtime_context
         from sglang.srt.managers.scheduler_components import output_streamer
     except ImportError:
         return False
-    return all(hasattr(engine, hook) for hook in LAUNCH_HOOKS) and hasattr(
-        output_streamer, "_GenerationStreamAccumulator"
+    return (
+        all(hasattr(engine, hook) for hook in LAUNCH_HOOKS)
+        and hasattr(output_streamer, "_GenerationStreamAccumulator")
+        and hasattr(runtime_context, "get_serving")
     )
 
 
