@@ -67,6 +67,28 @@ PRELOAD = (
     "sglang.multimodal_gen",
 )
 
+# sglang's TokenizerManager imports every multimodal processor module of its package when a
+# multimodal worker starts (~370 modules, ~0.6 s of CPU each time): once, here.
+MULTIMODAL_PROCESSORS = "sglang.srt.multimodal.processors"
+
+
+def _import_multimodal_processors() -> None:
+    """What a multimodal TokenizerManager's start imports, through sglang's own registry
+    (absent in older sglang: nothing to do there)."""
+    try:
+        from sglang.srt.managers.multimodal_processor import import_processors
+    except ImportError:
+        return
+    import logging
+
+    quiet = logging.getLogger("sglang.srt.managers.multimodal_processor")
+    level, quiet.level = quiet.level, logging.ERROR  # its "ignore import error" warnings
+    try:
+        import_processors(MULTIMODAL_PROCESSORS)
+    finally:
+        quiet.setLevel(level)
+
+
 _SIGNALS_RESET_IN_CHILD = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -114,6 +136,8 @@ def preload(also: tuple[str, ...] = ()) -> tuple[set[str], float]:
         start.prepare(with_fault=False)  # a template runs no fault: each child gets its own
         for importing in (*PRELOAD, *also):
             importlib.import_module(importing)
+        importing = MULTIMODAL_PROCESSORS
+        _import_multimodal_processors()
     except Exception as failed:
         raise TemplateImportFailed(describe_error(failed, importing)) from failed
     finally:
