@@ -509,9 +509,6 @@ class SchedulerCut:
     that would start the scheduler and detokenizer processes run the stand-in scheduler and
     the real detokenizer in this process; everything else of the Engine is sglang's."""
 
-    # The stand-ins this process started (one engine per worker process).
-    stand_ins: list[Any] = []
-
     def __init__(self, **kwargs: Any) -> None:
         # sglang checks the GPU kernel packages' versions (flashinfer, sgl-kernel) before it
         # launches anything; the CPU tier has neither, and runs no kernel of theirs.
@@ -533,7 +530,6 @@ class SchedulerCut:
 
         scheduler = CpuScheduler(server_args, port_args)
         scheduler.start()
-        cls.stand_ins.append(scheduler)
         logger.info("CpuScheduler for %s (no scheduler process)", server_args.model_path)
         return SchedulerInitResult(scheduler_infos=[scheduler.info()], all_child_pids=[]), []
 
@@ -544,7 +540,6 @@ class SchedulerCut:
         """sglang's own DetokenizerManager, in a thread instead of a process."""
         detokenizer = CpuDetokenizerThread(server_args, port_args)
         detokenizer.start()
-        cls.stand_ins.append(detokenizer)
         return [], []
 
 
