@@ -86,6 +86,22 @@ def test_a_handlers_error_in_sglangs_log_format_is_a_rejection_too():
     assert read_canaries([SENT, SENDING, info, OK]).succeeded == 1
 
 
+def test_a_real_requests_error_while_a_canary_is_in_flight_is_not_the_canarys():
+    """Seen: a bad-input request to the video worker arrived while its canary was in flight;
+    its error was logged before the canary's success and is that request's."""
+    plane = "INFO handle_payload: dynamo_runtime::pipeline::network::ingress::push_handler:"
+    received = f"{T}6.548405Z  {plane} request received request_id=c8708ded-b8b0 otel.kind=x"
+    completed = f"{T}7.059653Z  {plane} request completed request_id=c8708ded-b8b0 otel.kind=x"
+    error = (
+        f"{T}7.050515Z ERROR video_generation_handler.generate: Error in video generation: "
+        "Invalid size format 'big'"
+    )
+    log = read_canaries([SENT, SENDING, received, error, OK, completed])
+    assert (log.succeeded, log.failures) == (1, ())
+    rejected = read_canaries([SENT, SENDING, received, completed, error, OK])
+    assert rejected.succeeded == 0 and len(rejected.failures) == 1  # nothing else running
+
+
 def test_the_system_servers_503_access_line_inside_a_canary_is_not_the_handlers_error():
     """The gateway interleaving CI caught: the harness's own /health read answered 503 (the
     system server logs it at ERROR) between a canary's send and its success."""

@@ -32,6 +32,11 @@ _FAILED = re.compile(
     r"(?P<endpoint>[^\s:]+):?(?P<detail>.*)"
     r"|Failed to send health check for (?P<unsent>[^\s:]+):?(?P<why>.*)"
 )
+# A real request on the request plane (the canary goes through the local registry instead):
+# while one is being served, a handler error inside a canary's flight may be that request's.
+_REAL_REQUEST = re.compile(
+    r"push_handler: request (?P<state>received|completed)\b.*?request_id=(?P<id>[\w-]+)"
+)
 _DYNAMO_MESSAGE = re.compile(r'message: "(?P<message>(?:[^"\\]|\\.)*)"')
 # A Python handler's own error line (its logger at ERROR, target "module.function"), e.g.
 # "ERROR video_generation_handler.generate: Error in video generation: ...". The runtime's
@@ -189,17 +194,27 @@ def read_canaries(
     lines stamped after `until` (wall time the harness began stopping it; None: all).
 
     Between a canary's send and its outcome only the handler's own error counts against it
-    (`handler_error`); a gateway's children log into one file, so several canaries may be
-    in flight at once, each closed by its own outcome line."""
+    (`handler_error`), and only while no real request is being served (its error would be
+    the real request's: the next idle canary judges the handler again); a gateway's
+    children log into one file, so several canaries may be in flight at once, each closed by
+    its own outcome line."""
     sent = succeeded = 0
     failures: list[CanaryFailure] = []
     counted: list[str] = []
     in_flight = 0  # canaries sent and not yet come back (the endpoint was idle)
     swallowed: str | None = None  # an error the handler logged meanwhile
     collecting = False  # reading that error's own lines
+    serving: set[str] = set()  # real requests received and not yet completed
     for line in lines:
         if until is not None and (stamp := line_time(line)) is not None and stamp > until:
             break
+        if real := _REAL_REQUEST.search(line):
+            if real["state"] == "received":
+                serving.add(real["id"])
+            else:
+                serving.discard(real["id"])
+            collecting = False
+            continue
         if (match := _SENT.search(line)) and match["endpoint"] == endpoint:
             sent += 1
             in_flight, collecting = in_flight + 1, False
@@ -214,7 +229,12 @@ def read_canaries(
         elif (match := _FAILED.search(line)) and endpoint in (match["endpoint"], match["unsent"]):
             failures.append(CanaryFailure(_handler_error(match), line))
             in_flight, swallowed, collecting = max(in_flight - 1, 0), None, False
-        elif in_flight and swallowed is None and (error := handler_error(line)) is not None:
+        elif (
+            in_flight
+            and swallowed is None
+            and not serving  # else the error may be the real request's
+            and (error := handler_error(line)) is not None
+        ):
             swallowed, collecting = error, True
         elif collecting and _continues(line):
             swallowed = f"{swallowed} {line}"  # the error's own lines (a validation's fields)
