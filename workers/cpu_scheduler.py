@@ -92,19 +92,18 @@ class CpuScheduler:
 
         self.server_args = server_args
         self.model_config = ModelConfig.from_server_args(server_args)
-        self.is_generation = self.model_config.is_generation
         # The real scheduler's tokenizer (None under --skip-tokenizer-init: stop strings are
         # then the caller's to apply, as on a GPU); the stand-in model has its own.
         self.tokenizer = _scheduler_tokenizer()
         self.model = ReplyModel(
-            AutoTokenizer.from_pretrained(server_args.tokenizer_path or server_args.model_path),
+            self.tokenizer
+            or AutoTokenizer.from_pretrained(server_args.tokenizer_path or server_args.model_path),
             self.model_config.vocab_size,
             _eos_token_id(self.model_config, self.tokenizer),
         )
         self.max_req_input_len = self.model_config.context_len - 1
         self.disaggregation_mode = _disaggregation_mode(server_args)
         context = zmq.Context(2)
-        self._context = context
         self.recv_from_tokenizer = get_zmq_socket(
             context, zmq.PULL, port_args.scheduler_input_ipc_name, False
         )
@@ -125,8 +124,6 @@ class CpuScheduler:
             ref.lora_name: ref.lora_path for ref in (getattr(server_args, "lora_paths", None) or [])
         }
         self.running: list[Any] = []
-        self.unanswered: list[str] = []  # request types it has no answer for, in order
-        self._stopping = threading.Event()
         self._thread = threading.Thread(
             target=self._loop, name="cpu-stand-in-scheduler", daemon=True
         )
@@ -146,11 +143,6 @@ class CpuScheduler:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
-        self._stopping.set()
-        self._thread.join(timeout=2)
-        self._context.destroy(linger=0)
-
     # The loop: take what arrived, run one decode step of every running request.
     def _loop(self) -> None:
         from sglang.utils import TypeBasedDispatcher
@@ -159,7 +151,7 @@ class CpuScheduler:
         dispatch.add_fallback_fn(self._unanswered)
         poller = zmq.Poller()
         poller.register(self.recv_from_tokenizer, zmq.POLLIN)
-        while not self._stopping.is_set():
+        while True:  # a daemon thread: it ends with the worker's process
             try:
                 ready = poller.poll(timeout=0 if self.running else 100)
                 if ready:
@@ -244,7 +236,6 @@ class CpuScheduler:
         """A request a real scheduler answers and the stand-in does not: said in the worker's
         log by name (its caller waits for an answer that will not come)."""
         name = type(obj).__name__
-        self.unanswered.append(name)
         logger.error("CPU stand-in scheduler: no answer for %s (the caller will wait)", name)
 
     # Generation.
